@@ -1,6 +1,30 @@
 """chatgate: find malformed chat conversations in lakehouse tables and set them aside."""
 
+from .errors import ChatgateError, ConfigError, OutputError, SourceError
+from .report import StepReport
 from .rules import REASONS, ChatFormat, check_batch, first_problem
+from .selectors import col, contains, ends_with, everything, matches, starts_with
+from .thresholds import Actions, Thresholds
+from .validate import Validate
 
-__all__ = ["REASONS", "ChatFormat", "check_batch", "first_problem"]
+__all__ = [
+    "REASONS",
+    "Actions",
+    "ChatFormat",
+    "ChatgateError",
+    "ConfigError",
+    "OutputError",
+    "SourceError",
+    "StepReport",
+    "Thresholds",
+    "Validate",
+    "check_batch",
+    "col",
+    "contains",
+    "ends_with",
+    "everything",
+    "first_problem",
+    "matches",
+    "starts_with",
+]
 __version__ = "0.1.0"

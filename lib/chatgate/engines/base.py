@@ -1,0 +1,128 @@
+"""What every engine does, in one shape, so the API and the job never ask which engine runs.
+
+An engine judges one column of a table in five steps: hash each value, keep the
+distinct ones (when that pays), check them in Arrow batches with
+`rules.check_array`, and join the failing (key, reason) pairs back to the rows
+on the table's own backend. The driver only ever holds counts and the small
+failing set.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..errors import ChatgateError
+from ..rules import REASONS, ChatFormat
+
+Dedup = Literal["auto", "on", "off"]
+REASON_COLUMN = "pb_reason_"
+
+
+@dataclass
+class Judged:
+    """One column judged: counts for the driver, the annotated table where the rows live.
+
+    `annotated` is the input table with one more column, `reason_column`, holding
+    the problem code of each row (null where the row passes). It is lazy on the
+    engines that are.
+    """
+
+    units: int
+    failed: int
+    reasons: dict[str, int]
+    distinct_values: int
+    annotated: Any
+    reason_column: str = REASON_COLUMN
+    deduplicated: bool = False
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def passed(self) -> int:
+        return self.units - self.failed
+
+
+def ordered_reasons(counts: dict[str, int], first_seen: dict[str, int] | None = None) -> dict[str, int]:
+    """Reasons by count, descending; ties by first failing row when known, else by check order."""
+    rank = first_seen or {}
+
+    def key(reason: str):
+        order = REASONS.index(reason) if reason in REASONS else len(REASONS)
+        return (-counts[reason], rank.get(reason, 0), order, reason)
+
+    return {reason: counts[reason] for reason in sorted(counts, key=key)}
+
+
+class Engine(ABC):
+    """A backend that can judge a chat column of its own tables."""
+
+    name: str
+
+    @abstractmethod
+    def accepts(self, table: Any) -> bool:
+        """Is `table` one of this engine's tables?"""
+
+    @abstractmethod
+    def columns(self, table: Any) -> list[str]:
+        """The column names of `table`, in order."""
+
+    @abstractmethod
+    def judge(
+        self,
+        table: Any,
+        column: str,
+        fmt: ChatFormat,
+        *,
+        dedup: Dedup = "auto",
+        reason_column: str = REASON_COLUMN,
+    ) -> Judged:
+        """Judge `column` of `table`; see `Judged`."""
+
+    @abstractmethod
+    def failing_rows(self, judged: Judged) -> Any:
+        """The rows of `judged.annotated` whose reason isn't null."""
+
+    @abstractmethod
+    def passing_rows(self, judged: Judged) -> Any:
+        """The rows whose reason is null, without the reason column."""
+
+    @abstractmethod
+    def segment_values(self, table: Any, column: str) -> list:
+        """The distinct values of `column`, sorted, nulls last."""
+
+    @abstractmethod
+    def filter_equal(self, table: Any, column: str, value: Any) -> Any:
+        """The rows of `table` where `column` equals `value` (is null when value is None)."""
+
+    @abstractmethod
+    def row_count(self, table: Any) -> int:
+        """The number of rows of `table`."""
+
+    def extract(self, judged: Judged) -> Any:
+        """The failing rows as a step report shows them (engines that know row order number them)."""
+        return self.failing_rows(judged)
+
+    @abstractmethod
+    def preview(self, table: Any, limit: int) -> Any:
+        """The first `limit` rows of `table` as a pyarrow Table, for display."""
+
+    def sunder(self, table: Any, checks: list[tuple[str, ChatFormat, Dedup]], kind: str) -> Any:
+        """The rows of `table` that pass every check (kind="pass") or fail one (kind="fail")."""
+        if not checks:
+            raise ChatgateError("no step can split the data: every step has pre=, segments= or didn't run")
+        passing, failing = table, []
+        for column, fmt, dedup in checks:
+            judged = self.judge(passing, column, fmt, dedup=dedup)
+            if kind == "fail":
+                failing.append(self.drop_columns(self.failing_rows(judged), [judged.reason_column]))
+            passing = self.passing_rows(judged)
+        return passing if kind == "pass" else self.concat(failing)
+
+    @abstractmethod
+    def drop_columns(self, table: Any, names: list[str]) -> Any:
+        """`table` without the columns `names`."""
+
+    @abstractmethod
+    def concat(self, tables: list[Any]) -> Any:
+        """The rows of `tables` (same columns) one after the other."""

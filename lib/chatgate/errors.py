@@ -1,0 +1,19 @@
+"""One exception root, with a subclass per kind of problem a user can fix."""
+
+from __future__ import annotations
+
+
+class ChatgateError(Exception):
+    """Anything chatgate refuses, with a message that names what to fix."""
+
+
+class ConfigError(ChatgateError, ValueError):
+    """A job config or flag is wrong: the message names the key."""
+
+
+class SourceError(ChatgateError):
+    """The source table can't be read, or lacks a column the job needs."""
+
+
+class OutputError(ChatgateError):
+    """An output table can't be written, or clashes with the source."""

@@ -1,0 +1,184 @@
+"""Reports people read: the validation table (text and HTML) and the step report."""
+
+from __future__ import annotations
+
+import html
+from typing import TYPE_CHECKING, Any
+
+from .steps import ASSERTION_TYPE, Step
+
+if TYPE_CHECKING:
+    from .engines.base import Engine
+    from .validate import Validate
+
+HEADERS = ("STEP", "COLUMNS", "VALUES", "TBL", "EVAL", "UNITS", "PASS", "FAIL", "W", "E", "C", "EXT")
+DASH = "—"
+
+
+def _level_cell(step: Step, level: str) -> str:
+    if getattr(step.thresholds, level) is None:
+        return DASH
+    return "●" if level in step.levels else "○"
+
+
+def _count_cell(count: int | None, fraction: float | None) -> str:
+    return DASH if count is None else f"{count} {fraction:.2f}"
+
+
+def step_cells(step: Step) -> list[str]:
+    """The cells of a step's row, in HEADERS order."""
+    if not step.active:
+        evaluated = DASH
+    elif step.eval_error:
+        evaluated = "✗"
+    else:
+        evaluated = "✓"
+    return [
+        str(step.i),
+        ASSERTION_TYPE + "()",
+        step.columns_text(),
+        step.values_text(),
+        "",
+        evaluated,
+        DASH if step.units is None else str(step.units),
+        _count_cell(step.passed, step.f_passed),
+        _count_cell(step.failed, step.f_failed),
+        _level_cell(step, "warning"),
+        _level_cell(step, "error"),
+        _level_cell(step, "critical"),
+        "✓" if step.failed else DASH,
+    ]
+
+
+def _title(v: Validate) -> str:
+    parts = ["chatgate validation", v.engine.name]
+    if v.tbl_name:
+        parts.append(v.tbl_name)
+    if v.label:
+        parts.append(v.label)
+    return " · ".join(parts)
+
+
+def notes(v: Validate) -> list[str]:
+    return [note for step in v.steps if (note := step.note())]
+
+
+def render_text(v: Validate) -> str:
+    """The validation table as text: one row per step, the notes under it."""
+    if v.time_start is None:
+        planned = len(v._plan)
+        return f"{_title(v)}\n{planned} planned step call(s); call .interrogate() to run them."
+    headers = ("STEP", "", "COLUMNS", "VALUES", "TBL", "EVAL", "UNITS", "PASS", "FAIL", "W", "E", "C", "EXT")
+    rows = [step_cells(s) for s in v.steps]
+    widths = [max(len(h), *(len(r[k]) for r in rows)) if rows else len(h) for k, h in enumerate(headers)]
+    lines = [_title(v), "  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    for step in v.steps:
+        if text := step.brief_text():
+            lines.append(f"Step {step.i} brief: {text}")
+    found = notes(v)
+    if found:
+        lines += ["Notes", *found]
+    health = v.get_health()
+    lines.append(f"Health: {health['overall']:.2f} overall")
+    return "\n".join(lines)
+
+
+def render_html(v: Validate) -> str:
+    """The validation table as HTML, for notebooks."""
+    esc = html.escape
+    if v.time_start is None:
+        return f"<p>{esc(render_text(v))}</p>"
+    head = "".join(f"<th>{esc(h)}</th>" for h in ("STEP", "", *HEADERS[1:]))
+    body = "".join(
+        "<tr>" + "".join(f"<td>{esc(c)}</td>" for c in step_cells(s)) + "</tr>" for s in v.steps
+    )
+    note_html = "".join(f"<li>{esc(n)}</li>" for n in notes(v))
+    return (
+        f'<div class="chatgate-report"><p><strong>{esc(_title(v))}</strong></p>'
+        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        + (f"<p>Notes</p><ul>{note_html}</ul>" if note_html else "")
+        + "</div>"
+    )
+
+
+class StepReport:
+    """The failing rows of one step, under a header with the assertion and the failure counts.
+
+    `data` is the extract in the input's own kind (a Polars or pandas DataFrame, an
+    Ibis table, a Spark DataFrame), with `pb_reason_` as its last column.
+    """
+
+    def __init__(self, step: Step, data: Any, engine: Engine) -> None:
+        self.step = step
+        self.data = data
+        self.engine = engine
+
+    def header(self) -> str:
+        s = self.step
+        if s.eval_error:
+            return f"Report for Validation Step {s.i} ✗ {s.eval_error}"
+        if not s.evaluated:
+            return f"Report for Validation Step {s.i}: inactive, not evaluated"
+        mark = "✓" if s.failed == 0 else "✗"
+        shown = self._shown_rows()
+        extract = (
+            f"EXTRACT OF ALL {s.failed} ROWS (WITH TEST UNIT FAILURES IN RED):"
+            if shown is None or shown >= s.failed
+            else f"EXTRACT OF {shown} OF {s.failed} ROWS (WITH TEST UNIT FAILURES IN RED):"
+        )
+        return (
+            f"Report for Validation Step {s.i} {mark} ASSERTION `{s.assertion()}` "
+            f"{s.failed} / {s.units} TEST UNIT FAILURES IN COLUMN {s.column_number} {extract}"
+        )
+
+    def _shown_rows(self) -> int | None:
+        return len(self.data) if hasattr(self.data, "__len__") and not _is_lazy(self.data) else None
+
+    def rows(self, limit: int = 100) -> tuple[list[str], list[list[str]]]:
+        """Column names and up to `limit` rows of the extract, as strings."""
+        if self.data is None:
+            return [], []
+        table = self.engine.preview(self.data, limit)
+        names = table.column_names
+        columns = [table.column(n).to_pylist() for n in names]
+        return names, [[_cell(col[r]) for col in columns] for r in range(table.num_rows)]
+
+    def __repr__(self) -> str:
+        names, rows = self.rows()
+        if not names:
+            return self.header()
+        widths = [min(60, max(len(n), *(len(r[k]) for r in rows))) if rows else len(n) for k, n in enumerate(names)]
+        lines = [self.header(), "  ".join(n.ljust(w) for n, w in zip(names, widths)).rstrip()]
+        lines += ["  ".join(_clip(c, w).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        names, rows = self.rows()
+        esc = html.escape
+        head = "".join(f"<th>{esc(n)}</th>" for n in names)
+        body = "".join(
+            "<tr>"
+            + "".join(
+                f'<td style="color:#c00">{esc(c)}</td>' if n == "pb_reason_" else f"<td>{esc(c)}</td>"
+                for n, c in zip(names, r)
+            )
+            + "</tr>"
+            for r in rows
+        )
+        return (
+            f"<div><p><strong>{esc(self.header())}</strong></p>"
+            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+        )
+
+
+def _is_lazy(data: Any) -> bool:
+    return not type(data).__module__.startswith(("polars", "pandas"))
+
+
+def _cell(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"

@@ -1,0 +1,382 @@
+"""The pointblank-style Python API: `Validate(data).col_vals_chat_format(...).interrogate()`.
+
+Step methods only record a plan and return self; `interrogate()` runs it on the
+data's own engine. Reports and extracts read what the steps found.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from .engines import engine_for
+from .engines.base import Engine
+from .errors import ChatgateError
+from .report import StepReport, render_html, render_text
+from .rules import DEFAULT_ROLES, ChatFormat
+from .selectors import resolve_columns
+from .steps import ASSERTION_TYPE, DEFAULT_DIMENSION, Step
+from .thresholds import Actions, Thresholds, normalize_thresholds, run_actions
+
+
+@dataclass
+class _Directive:
+    """One call of a step method, expanded into steps by interrogate()."""
+
+    columns: Any
+    fmt: ChatFormat
+    pre: Callable | None
+    segments: Any
+    thresholds: Thresholds | None
+    actions: Actions | None
+    brief: str | bool | None
+    active: bool | Callable
+    dimension: str
+    dedup: str
+
+
+class Validate:
+    """A validation plan for one table, and what it found.
+
+    >>> import polars as pl
+    >>> tbl = pl.DataFrame({"messages": ['[{"role": "user", "content": "Hi"}]', "[]"]})
+    >>> Validate(tbl).col_vals_chat_format("messages").interrogate().n_failed(i=1, scalar=True)
+    1
+    """
+
+    def __init__(
+        self,
+        data: Any,
+        tbl_name: str | None = None,
+        label: str | None = None,
+        thresholds: Any = None,
+        actions: Actions | None = None,
+        brief: str | bool | None = None,
+    ) -> None:
+        self.data = data
+        self.engine: Engine = engine_for(data)
+        self.tbl_name = tbl_name
+        self.label = label
+        self.thresholds = normalize_thresholds(thresholds)
+        if actions is not None and not isinstance(actions, Actions):
+            raise TypeError(f"actions= must be an Actions object, not {type(actions).__name__}")
+        self.actions = actions
+        self.brief = brief
+        self._plan: list[_Directive] = []
+        self.steps: list[Step] = []
+        self.time_start: datetime | None = None
+        self.time_end: datetime | None = None
+
+    # -- the plan ---------------------------------------------------------------
+
+    def col_vals_chat_format(
+        self,
+        columns: Any,
+        roles: Sequence[str] = DEFAULT_ROLES,
+        alternate: bool = True,
+        first_role: str | None = None,
+        last_role: str | None = None,
+        allow_empty: bool = False,
+        role_key: str = "role",
+        content_key: str = "content",
+        na_pass: bool = False,
+        pre: Callable | None = None,
+        segments: Any = None,
+        thresholds: Any = None,
+        actions: Actions | None = None,
+        brief: str | bool | None = None,
+        active: bool | Callable = True,
+        dimension: str | None = None,
+        *,
+        dedup: Literal["auto", "on", "off"] = "auto",
+    ) -> Validate:
+        """Check that each value of `columns` is a well-formed chat conversation.
+
+        One step per column (and per segment). See the README for the problem codes.
+        """
+        fmt = ChatFormat(
+            roles=roles,
+            alternate=alternate,
+            first_role=first_role,
+            last_role=last_role,
+            allow_empty=allow_empty,
+            role_key=role_key,
+            content_key=content_key,
+            na_pass=na_pass,
+        )
+        if pre is not None and not callable(pre):
+            raise TypeError(f"pre= must be a callable that takes and returns a table, not {pre!r}")
+        if not (isinstance(active, bool) or callable(active)):
+            raise TypeError(f"active= must be True, False or a callable, not {active!r}")
+        if dedup not in ("auto", "on", "off"):
+            raise ValueError(f"dedup= must be 'auto', 'on' or 'off', not {dedup!r}")
+        if actions is not None and not isinstance(actions, Actions):
+            raise TypeError(f"actions= must be an Actions object, not {type(actions).__name__}")
+        resolve_columns(columns, self.engine.columns(self.data))  # fail fast on a bad columns= type
+        self._plan.append(
+            _Directive(
+                columns=columns,
+                fmt=fmt,
+                pre=pre,
+                segments=segments,
+                thresholds=None if thresholds is None else normalize_thresholds(thresholds),
+                actions=actions,
+                brief=brief,
+                active=active,
+                dimension=dimension or DEFAULT_DIMENSION,
+                dedup=dedup,
+            )
+        )
+        return self
+
+    # -- running it -------------------------------------------------------------
+
+    def interrogate(self) -> Validate:
+        """Run every step of the plan."""
+        self.time_start = datetime.now(timezone.utc)
+        self.steps = []
+        for directive in self._plan:
+            for step in self._expand(directive):
+                self.steps.append(step)
+                self._run(step)
+        self.time_end = datetime.now(timezone.utc)
+        return self
+
+    def _expand(self, d: _Directive) -> list[Step]:
+        columns = resolve_columns(d.columns, self.engine.columns(self.data))
+        active = d.active(self.data) if callable(d.active) else d.active
+        out = []
+        for column in columns:
+            for segment in self._segments(d.segments):
+                out.append(
+                    Step(
+                        i=len(self.steps) + len(out) + 1,
+                        column=column,
+                        fmt=d.fmt,
+                        thresholds=d.thresholds or self.thresholds,
+                        actions=d.actions or self.actions,
+                        brief=d.brief if d.brief is not None else self.brief,
+                        pre=d.pre,
+                        segment=segment,
+                        active=bool(active),
+                        dimension=d.dimension,
+                        dedup=d.dedup,
+                    )
+                )
+        return out
+
+    def _segments(self, spec: Any) -> list[tuple[str, Any] | None]:
+        if spec is None:
+            return [None]
+        items = spec if isinstance(spec, list) else [spec]
+        out: list[tuple[str, Any] | None] = []
+        for item in items:
+            if isinstance(item, str):
+                out.extend((item, v) for v in self.engine.segment_values(self.data, item))
+            elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
+                values = item[1] if isinstance(item[1], (list, tuple)) else [item[1]]
+                out.extend((item[0], v) for v in values)
+            else:
+                raise TypeError(
+                    f"segments= takes a column name, a (column, values) tuple, or a list of them, not {item!r}"
+                )
+        return out
+
+    def _run(self, step: Step) -> None:
+        if not step.active:
+            return
+        started = time.perf_counter()
+        try:
+            table = step.pre(self.data) if step.pre else self.data
+            if step.segment is not None:
+                table = self.engine.filter_equal(table, *step.segment)
+            columns = self.engine.columns(table)
+            if step.column not in columns:
+                raise ChatgateError(f"column {step.column!r} isn't in the table (columns: {columns})")
+            step.column_number = columns.index(step.column) + 1
+            step.judged = self.engine.judge(table, step.column, step.fmt, dedup=step.dedup)
+        except ChatgateError as exc:
+            step.eval_error = str(exc)
+            return
+        finally:
+            step.seconds = time.perf_counter() - started
+        step.levels = step.thresholds.reached(failed=step.failed, units=step.units)
+        if step.levels and step.actions is not None:
+            run_actions(
+                step.actions,
+                step.levels,
+                {
+                    "step": step.i,
+                    "column": step.column,
+                    "type": ASSERTION_TYPE,
+                    "failed": step.failed,
+                    "units": step.units,
+                    "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                },
+            )
+
+    # -- what it found ----------------------------------------------------------
+
+    def _step(self, i: int) -> Step:
+        self._require_interrogated()
+        for step in self.steps:
+            if step.i == i:
+                return step
+        raise IndexError(f"there is no step {i}; steps are 1 to {len(self.steps)}")
+
+    def _require_interrogated(self) -> None:
+        if self.time_start is None:
+            raise ChatgateError("call .interrogate() first: the plan hasn't been run")
+
+    def _per_step(self, attr: str, i: int | list[int] | None, scalar: bool):
+        self._require_interrogated()
+        wanted = [s.i for s in self.steps] if i is None else ([i] if isinstance(i, int) else list(i))
+        values = {n: getattr(self._step(n), attr) for n in wanted}
+        if scalar:
+            if len(values) != 1:
+                raise ValueError("scalar=True needs a single step: pass i=<step number>")
+            return next(iter(values.values()))
+        return values
+
+    def n(self, i=None, scalar: bool = False):
+        """Test units (rows) per step."""
+        return self._per_step("units", i, scalar)
+
+    def n_passed(self, i=None, scalar: bool = False):
+        return self._per_step("passed", i, scalar)
+
+    def n_failed(self, i=None, scalar: bool = False):
+        return self._per_step("failed", i, scalar)
+
+    def f_passed(self, i=None, scalar: bool = False):
+        return self._per_step("f_passed", i, scalar)
+
+    def f_failed(self, i=None, scalar: bool = False):
+        return self._per_step("f_failed", i, scalar)
+
+    def _level(self, level: str, i, scalar: bool):
+        self._require_interrogated()
+        wanted = [s.i for s in self.steps] if i is None else ([i] if isinstance(i, int) else list(i))
+        values = {n: level in self._step(n).levels for n in wanted}
+        if scalar:
+            if len(values) != 1:
+                raise ValueError("scalar=True needs a single step: pass i=<step number>")
+            return next(iter(values.values()))
+        return values
+
+    def warning(self, i=None, scalar: bool = False):
+        """Whether each step reached its warning level."""
+        return self._level("warning", i, scalar)
+
+    def error(self, i=None, scalar: bool = False):
+        return self._level("error", i, scalar)
+
+    def critical(self, i=None, scalar: bool = False):
+        return self._level("critical", i, scalar)
+
+    def all_passed(self) -> bool:
+        """True when every active step ran and no unit failed."""
+        self._require_interrogated()
+        return all(s.eval_error is None and (not s.active or s.failed == 0) for s in self.steps)
+
+    def assert_passing(self) -> None:
+        """Raise AssertionError naming each step with failures."""
+        if self.all_passed():
+            return
+        problems = [s.note() for s in self.steps if s.eval_error or (s.failed or 0) > 0]
+        raise AssertionError("The following steps failed:\n" + "\n".join(f"- {p}" for p in problems))
+
+    def get_step_report(self, i: int) -> StepReport:
+        """The failing rows of step i with `pb_reason_`, under a header with the assertion."""
+        step = self._step(i)
+        return StepReport(step, self._extract(step), self.engine)
+
+    def get_data_extracts(self, i: int | None = None, frame: bool = False):
+        """The failing rows with `_row_num_` and `pb_reason_`: a frame of the input's own kind.
+
+        A dict of step number to frame, or the frame itself with `frame=True` and one step.
+        """
+        self._require_interrogated()
+        wanted = [s.i for s in self.steps if s.evaluated] if i is None else [i]
+        extracts = {n: self._extract(self._step(n)) for n in wanted}
+        if frame:
+            if len(extracts) != 1:
+                raise ValueError("frame=True needs a single step: pass i=<step number>")
+            return next(iter(extracts.values()))
+        return extracts
+
+    def _extract(self, step: Step):
+        if not step.evaluated:
+            return None
+        if step.extract is None:
+            step.extract = self.engine.extract(step.judged)
+        return step.extract
+
+    def get_sundered_data(self, type: Literal["pass", "fail"] = "pass"):
+        """The rows that pass every step (type="pass") or fail at least one (type="fail").
+
+        Steps with pre= or segments= judge other tables, so they are left out.
+        """
+        self._require_interrogated()
+        if type not in ("pass", "fail"):
+            raise ValueError(f"type= must be 'pass' or 'fail', not {type!r}")
+        steps = [s for s in self.steps if s.evaluated and s.pre is None and s.segment is None]
+        return self.engine.sunder(self.data, [(s.column, s.fmt, s.dedup) for s in steps], type)
+
+    def get_health(self) -> dict[str, float]:
+        """The fraction of passing units, overall and per dimension (evaluated steps only)."""
+        self._require_interrogated()
+        scores: dict[str, list[float]] = {}
+        for s in self.steps:
+            if s.evaluated:
+                scores.setdefault(s.dimension, []).append(s.f_passed)
+        per = {d: sum(v) / len(v) for d, v in scores.items()}
+        overall = sum(per.values()) / len(per) if per else 1.0
+        return {"overall": overall, **per}
+
+    def get_json_report(self) -> str:
+        """Every step and its results as JSON."""
+        import json
+
+        self._require_interrogated()
+        return json.dumps([_step_json(s) for s in self.steps], indent=2)
+
+    # -- display ----------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        return render_text(self)
+
+    def _repr_html_(self) -> str:
+        return render_html(self)
+
+
+def _step_json(s: Step) -> dict:
+    return {
+        "i": s.i,
+        "assertion_type": ASSERTION_TYPE,
+        "column": s.column,
+        "values": s.fmt.as_dict(),
+        "pre": s.pre is not None,
+        "segments": None if s.segment is None else list(s.segment),
+        "thresholds": s.thresholds.as_dict(),
+        "brief": s.brief_text(),
+        "active": s.active,
+        "dimension": s.dimension,
+        "eval_error": s.eval_error,
+        "all_passed": s.evaluated and s.failed == 0,
+        "n": s.units,
+        "n_passed": s.passed,
+        "n_failed": s.failed,
+        "f_passed": s.f_passed,
+        "f_failed": s.f_failed,
+        "warning": "warning" in s.levels,
+        "error": "error" in s.levels,
+        "critical": "critical" in s.levels,
+        "reasons": s.reasons,
+        "distinct_values": s.judged.distinct_values if s.judged else None,
+        "proc_duration_s": s.seconds,
+        "notes": s.note(),
+    }
