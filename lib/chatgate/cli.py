@@ -1,0 +1,80 @@
+"""The command line: `chatgate run ...` (and `spark-submit jobs/validate_chat.py ...`, same flags)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from . import __version__
+from .errors import ChatgateError, ConfigError
+from .job.config import DEDUP_MODES, ENGINES, load_config
+
+EXIT_USAGE = 2  # a bad flag or config key, as argparse does
+EXIT_FAILURE = 1  # the job itself failed: unreadable source, write error, ...
+
+
+def build_parser(prog: str = "chatgate") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog, description="Find malformed chat conversations in a table and set them aside."
+    )
+    parser.add_argument("--version", action="version", version=f"chatgate {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    add_run_arguments(commands.add_parser("run", help="check a table and write quarantine, summary, valid"))
+    return parser
+
+
+def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The job's flags: each overrides the same key of --config."""
+    p.add_argument("--config", metavar="FILE", help="YAML job config (see conf/example.yaml)")
+    p.add_argument("--engine", choices=ENGINES, help="duckdb (default, one machine) or spark")
+    p.add_argument("--source", help="Delta table path (or Parquet), or a catalog table on Spark")
+    p.add_argument("--column", dest="columns", action="append", metavar="NAME", help="chat column; repeat for more")
+    p.add_argument("--roles", help="allowed roles, comma-separated (default: system,user,assistant)")
+    p.add_argument("--first-role", dest="first_role", help="role of the first turn after a system message")
+    p.add_argument("--last-role", dest="last_role", help="role of the last message, e.g. assistant")
+    p.add_argument("--allow-empty", dest="allow_empty", action="store_true", default=None)
+    p.add_argument("--no-alternate", dest="alternate", action="store_false", default=None)
+    p.add_argument("--na-pass", dest="na_pass", action="store_true", default=None, help="missing values pass")
+    p.add_argument("--role-key", dest="role_key", help="key of the role in each message (default: role)")
+    p.add_argument("--content-key", dest="content_key", help="key of the content (default: content)")
+    p.add_argument("--quarantine", help="where failing rows go (Delta)")
+    p.add_argument("--summary", help="where the per-step summary goes (Delta)")
+    p.add_argument("--valid", help="where passing rows go (Delta, optional)")
+    p.add_argument("--run-id", dest="run_id", help="id of this run; a rerun with it replaces its rows")
+    p.add_argument("--warning", help="warning level: a fraction below 1 or a count of 1 or more")
+    p.add_argument("--error", help="error level (exit status 3 when reached)")
+    p.add_argument("--critical", help="critical level (exit status 4 when reached)")
+    p.add_argument("--dedup", choices=DEDUP_MODES, help="check distinct values only: auto (default), on, off")
+    p.add_argument("--quiet", action="store_true", help="print only the summary")
+    return p
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    """Run the job from parsed flags; print the summary; return the exit status."""
+    from .job.runner import run
+    from .job.summary import format_summary
+
+    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, format="chatgate: %(message)s")
+    overrides = {k: v for k, v in vars(args).items() if k not in ("config", "command", "quiet")}
+    try:
+        config = load_config(args.config, overrides)
+        result = run(config)
+    except ConfigError as exc:
+        print(f"chatgate: config error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ChatgateError as exc:
+        print(f"chatgate: error: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    print(format_summary(result))
+    return result.exit_status
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return run_from_args(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The batch job: config, run ids, reading the source, writing the outputs, exit statuses."""

@@ -1,0 +1,204 @@
+"""The job's configuration: loaded from YAML and flags, and checked, in this one place.
+
+A YAML file gives the defaults; flags override it. Every key is checked here, so
+a typo fails at start-up with the key's name, not an hour into the run.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from dataclasses import dataclass, field, fields
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import ConfigError
+from ..rules import ChatFormat
+from ..thresholds import Thresholds
+
+ENGINES = ("duckdb", "spark")
+DEDUP_MODES = ("auto", "on", "off")
+_CHECK_KEYS = tuple(f.name for f in fields(ChatFormat))
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+
+
+@dataclass(frozen=True)
+class StepConfig:
+    """One step: a column and how its conversations must look."""
+
+    column: str
+    fmt: ChatFormat = field(default_factory=ChatFormat)
+
+
+@dataclass(frozen=True)
+class OutputConfig:
+    """Where the job writes: Delta paths (or catalog table names on Spark)."""
+
+    quarantine: str
+    summary: str
+    valid: str | None = None
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    source: str
+    steps: tuple[StepConfig, ...]
+    outputs: OutputConfig
+    engine: str = "duckdb"
+    run_id: str = ""
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    dedup: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise ConfigError(f"engine: {self.engine!r} isn't one of {list(ENGINES)}")
+        if self.dedup not in DEDUP_MODES:
+            raise ConfigError(f"dedup: {self.dedup!r} isn't one of {list(DEDUP_MODES)}")
+        if not self.steps:
+            raise ConfigError("columns: name at least one chat column to check (--column NAME)")
+        if not self.run_id:
+            object.__setattr__(self, "run_id", new_run_id())
+        elif not _RUN_ID.match(self.run_id):
+            raise ConfigError(
+                f"run_id: {self.run_id!r} must be 1-128 letters, digits, '_', '.', ':' or '-'"
+            )
+        outputs = {k: v for k, v in vars(self.outputs).items() if v}
+        if self.source in outputs.values():
+            raise ConfigError("outputs: an output can't be the source table itself")
+        if len(set(outputs.values())) != len(outputs):
+            raise ConfigError(f"outputs: each output needs its own table; got {outputs}")
+
+
+def new_run_id() -> str:
+    """A sortable, unique run id: 20261202T163000Z-1a2b3c."""
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + secrets.token_hex(3)
+
+
+TOP_KEYS = {"source", "engine", "columns", "checks", "outputs", "thresholds", "run_id", "dedup"}
+
+
+def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> JobConfig:
+    """The job config from a YAML file (optional) with flag `overrides` on top."""
+    raw: dict[str, Any] = {}
+    if path is not None:
+        raw = _read_yaml(Path(path))
+    return build_config(raw, overrides or {})
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise ConfigError(f"config file {str(path)!r} doesn't exist")
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {str(path)!r} isn't valid YAML: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"config file {str(path)!r} must hold a mapping of keys, not {type(raw).__name__}")
+    return raw
+
+
+def build_config(raw: dict[str, Any], overrides: dict[str, Any]) -> JobConfig:
+    """Merge the YAML mapping and the flags, then check every key."""
+    unknown = set(raw) - TOP_KEYS
+    if unknown:
+        raise ConfigError(f"unknown key {sorted(unknown)[0]!r} in the config; known keys: {sorted(TOP_KEYS)}")
+    checks = dict(_mapping(raw.get("checks"), "checks"))
+    for key in _CHECK_KEYS:
+        if overrides.get(key) is not None:
+            checks[key] = overrides[key]
+    outputs = dict(_mapping(raw.get("outputs"), "outputs"))
+    for key in ("quarantine", "summary", "valid"):
+        if overrides.get(key):
+            outputs[key] = overrides[key]
+    thresholds = dict(_mapping(raw.get("thresholds"), "thresholds"))
+    for key in ("warning", "error", "critical"):
+        if overrides.get(key) is not None:
+            thresholds[key] = overrides[key]
+    columns = overrides.get("columns") or raw.get("columns")
+    source = overrides.get("source") or raw.get("source")
+    if not source:
+        raise ConfigError("source: name the table to check (--source PATH or a catalog table)")
+    return JobConfig(
+        source=str(source),
+        steps=_steps(columns, checks),
+        outputs=_outputs(outputs),
+        engine=overrides.get("engine") or raw.get("engine") or "duckdb",
+        run_id=str(overrides.get("run_id") or raw.get("run_id") or ""),
+        thresholds=_thresholds(thresholds),
+        dedup=overrides.get("dedup") or raw.get("dedup") or "auto",
+    )
+
+
+def _mapping(value: Any, key: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"{key}: must be a mapping of keys, not {value!r}")
+    return value
+
+
+def _steps(columns: Any, checks: dict[str, Any]) -> tuple[StepConfig, ...]:
+    if columns is None:
+        raise ConfigError("columns: name at least one chat column to check (--column NAME)")
+    if isinstance(columns, str):
+        columns = [columns]
+    if not isinstance(columns, list):
+        raise ConfigError(f"columns: must be a list of column names or mappings, not {columns!r}")
+    steps = []
+    for n, item in enumerate(columns, start=1):
+        if isinstance(item, str):
+            name, own = item, {}
+        elif isinstance(item, dict) and isinstance(item.get("name"), str):
+            own = {k: v for k, v in item.items() if k != "name"}
+            name = item["name"]
+        else:
+            raise ConfigError(f"columns[{n}]: must be a column name or a mapping with 'name', not {item!r}")
+        steps.append(StepConfig(column=name, fmt=_fmt({**checks, **own}, f"columns[{n}] ({name})")))
+    return tuple(steps)
+
+
+def _fmt(params: dict[str, Any], where: str) -> ChatFormat:
+    unknown = set(params) - set(_CHECK_KEYS)
+    if unknown:
+        raise ConfigError(f"{where}: unknown check key {sorted(unknown)[0]!r}; known keys: {list(_CHECK_KEYS)}")
+    if isinstance(params.get("roles"), str):
+        params = {**params, "roles": [r.strip() for r in params["roles"].split(",") if r.strip()]}
+    try:
+        return ChatFormat(**{k: v for k, v in params.items() if v is not None})
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def _outputs(outputs: dict[str, Any]) -> OutputConfig:
+    unknown = set(outputs) - {"quarantine", "summary", "valid"}
+    if unknown:
+        raise ConfigError(f"outputs: unknown key {sorted(unknown)[0]!r}; known keys: quarantine, summary, valid")
+    for key in ("quarantine", "summary"):
+        if not outputs.get(key):
+            raise ConfigError(f"outputs.{key}: name where to write the {key} table (--{key} PATH)")
+    return OutputConfig(**{k: str(v) for k, v in outputs.items() if v})
+
+
+def _thresholds(values: dict[str, Any]) -> Thresholds:
+    unknown = set(values) - {"warning", "error", "critical"}
+    if unknown:
+        raise ConfigError(f"thresholds: unknown level {sorted(unknown)[0]!r}; use warning, error, critical")
+    try:
+        return Thresholds(**{k: parse_level(k, v) for k, v in values.items()})
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"thresholds: {exc}") from None
+
+
+def parse_level(level: str, value: Any) -> int | float | None:
+    """'0.05' is a fraction of the rows, '10' a count of rows."""
+    if value is None or isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    text = str(value).strip()
+    try:
+        return int(text) if re.fullmatch(r"\d+", text) else float(text)
+    except ValueError:
+        raise ConfigError(f"thresholds.{level}: {value!r} is neither a count nor a fraction") from None
+

@@ -1,0 +1,92 @@
+"""The output tables' contract: reserved column names and the summary schema."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+
+import pyarrow as pa
+
+from ..engines.base import Judged
+from ..steps import ASSERTION_TYPE
+
+# Columns the job adds to quarantined rows. A source that already has one is refused.
+REASON = "pb_reason_"
+STEP = "pb_step_"
+COLUMN = "pb_column_"
+RUN_ID = "pb_run_id_"
+CHECKED_AT = "pb_checked_at_"
+RESERVED = (REASON, STEP, COLUMN, RUN_ID, CHECKED_AT)
+
+SUMMARY_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("started_at", pa.timestamp("us", tz="UTC")),
+        ("finished_at", pa.timestamp("us", tz="UTC")),
+        ("engine", pa.string()),
+        ("source", pa.string()),
+        ("source_version", pa.int64()),
+        ("step", pa.int32()),
+        ("column", pa.string()),
+        ("assertion", pa.string()),
+        ("units", pa.int64()),
+        ("passed", pa.int64()),
+        ("failed", pa.int64()),
+        ("f_failed", pa.float64()),
+        ("distinct_values", pa.int64()),
+        ("deduplicated", pa.bool_()),
+        ("reasons", pa.map_(pa.string(), pa.int64())),
+        ("levels", pa.list_(pa.string())),
+        ("parameters", pa.string()),
+    ]
+)
+
+
+@dataclass
+class StepResult:
+    """What one step of a run found, for the summary table and the printed summary."""
+
+    step: int
+    column: str
+    assertion: str
+    judged: Judged
+    levels: list[str]
+    parameters: dict
+
+
+def summary_table(
+    results: list[StepResult],
+    *,
+    run_id: str,
+    started_at: datetime,
+    finished_at: datetime,
+    engine: str,
+    source: str,
+    source_version: int | None,
+) -> pa.Table:
+    """One row per step of the run, in SUMMARY_SCHEMA."""
+    rows = [
+        {
+            "run_id": run_id,
+            "started_at": started_at,
+            "finished_at": finished_at,
+            "engine": engine,
+            "source": source,
+            "source_version": source_version,
+            "step": r.step,
+            "column": r.column,
+            "assertion": r.assertion,
+            "units": r.judged.units,
+            "passed": r.judged.passed,
+            "failed": r.judged.failed,
+            "f_failed": r.judged.failed / r.judged.units if r.judged.units else 0.0,
+            "distinct_values": r.judged.distinct_values,
+            "deduplicated": r.judged.deduplicated,
+            "reasons": list(r.judged.reasons.items()),
+            "levels": r.levels,
+            "parameters": json.dumps({"type": ASSERTION_TYPE, **r.parameters}, sort_keys=True),
+        }
+        for r in results
+    ]
+    return pa.Table.from_pylist(rows, schema=SUMMARY_SCHEMA)

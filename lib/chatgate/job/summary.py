@@ -1,0 +1,55 @@
+"""The one-screen summary printed at the end of a run."""
+
+from __future__ import annotations
+
+from .runner import EXIT_CRITICAL, EXIT_ERROR, RunResult
+
+TOP_REASONS = 3
+STATUS_TEXT = {
+    0: "no step reached its error level",
+    EXIT_ERROR: "a step reached its error level",
+    EXIT_CRITICAL: "a step reached its critical level",
+}
+
+
+def format_summary(result: RunResult) -> str:
+    """Per step: units, failed, the top reasons, the levels reached; then the outputs and status."""
+    c = result.config
+    version = "" if result.source_version is None else f" (Delta version {result.source_version})"
+    seconds = (result.finished_at - result.started_at).total_seconds()
+    lines = [
+        f"chatgate run {c.run_id} · engine {c.engine} · {seconds:.1f} s",
+        f"source: {c.source}{version}",
+        "",
+    ]
+    header = ("step", "column", "units", "failed", "fraction", "distinct", "levels", "top reasons")
+    rows = [
+        (
+            str(s.step),
+            s.column,
+            f"{s.judged.units:,}",
+            f"{s.judged.failed:,}",
+            f"{(s.judged.failed / s.judged.units if s.judged.units else 0):.4f}",
+            f"{s.judged.distinct_values:,}",
+            ",".join(s.levels) or "-",
+            _top(s.judged.reasons),
+        )
+        for s in result.steps
+    ]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
+    lines.append("")
+    lines.append(f"quarantine: {c.outputs.quarantine} ({result.quarantined:,} rows of this run)")
+    lines.append(f"summary:    {c.outputs.summary} ({len(result.steps)} rows of this run)")
+    if c.outputs.valid:
+        lines.append(f"valid:      {c.outputs.valid} ({result.valid:,} rows)")
+    status = result.exit_status
+    lines.append(f"status: {status} ({STATUS_TEXT[status]})")
+    return "\n".join(lines)
+
+
+def _top(reasons: dict[str, int]) -> str:
+    shown = [f"{reason} {count:,}" for reason, count in list(reasons.items())[:TOP_REASONS]]
+    more = len(reasons) - TOP_REASONS
+    return ", ".join(shown) + (f", +{more} more" if more > 0 else "") if shown else "-"
