@@ -128,8 +128,15 @@ def build_config(raw: dict[str, Any], overrides: dict[str, Any]) -> JobConfig:
         engine=overrides.get("engine") or raw.get("engine") or "duckdb",
         run_id=str(overrides.get("run_id") or raw.get("run_id") or ""),
         thresholds=_thresholds(thresholds),
-        dedup=overrides.get("dedup") or raw.get("dedup") or "auto",
+        dedup=_dedup(overrides.get("dedup") or raw.get("dedup", "auto")),
     )
+
+
+def _dedup(value: Any) -> str:
+    # YAML reads a bare `on`/`off` as true/false; they mean what they say.
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return "auto" if value is None else value
 
 
 def _mapping(value: Any, key: str) -> dict[str, Any]:

@@ -1,0 +1,106 @@
+"""The job config: YAML and flags merged, every key checked with a message that names it."""
+
+from __future__ import annotations
+
+import pytest
+
+from chatgate.errors import ConfigError
+from chatgate.job.config import build_config, load_config
+from chatgate.thresholds import Thresholds
+
+BASE = {
+    "source": "lake/chats",
+    "columns": ["messages"],
+    "outputs": {"quarantine": "lake/q", "summary": "lake/s"},
+}
+
+
+def test_minimal_config_gets_defaults_and_a_run_id():
+    config = build_config(BASE, {})
+    assert config.engine == "duckdb"
+    assert config.dedup == "auto"
+    assert [s.column for s in config.steps] == ["messages"]
+    assert config.steps[0].fmt.roles == ("system", "user", "assistant")
+    assert config.outputs.valid is None
+    assert len(config.run_id) > 10
+
+
+def test_flags_override_yaml():
+    raw = {**BASE, "checks": {"last_role": "assistant"}, "thresholds": {"error": 0.5}}
+    config = build_config(
+        raw,
+        {"columns": ["prompt", "chosen"], "roles": "user,assistant", "error": "3", "warning": "0.01",
+         "run_id": "nightly-1", "valid": "lake/v", "alternate": False},
+    )
+    assert [s.column for s in config.steps] == ["prompt", "chosen"]
+    assert config.steps[0].fmt.roles == ("user", "assistant")
+    assert config.steps[0].fmt.last_role == "assistant"
+    assert config.steps[0].fmt.alternate is False
+    assert config.thresholds == Thresholds(warning=0.01, error=3)
+    assert config.run_id == "nightly-1"
+    assert config.outputs.valid == "lake/v"
+
+
+def test_per_column_checks_override_defaults():
+    raw = {**BASE, "checks": {"last_role": "assistant"}, "columns": ["messages", {"name": "prompt", "last_role": "user"}]}
+    steps = build_config(raw, {}).steps
+    assert steps[0].fmt.last_role == "assistant"
+    assert steps[1].fmt.last_role == "user"
+
+
+@pytest.mark.parametrize(
+    "raw, overrides, message",
+    [
+        ({**BASE, "colums": ["x"]}, {}, "unknown key 'colums'"),
+        ({**BASE, "checks": {"last_rol": "user"}}, {}, "unknown check key 'last_rol'"),
+        ({**BASE, "checks": {"last_role": "bot"}}, {}, "last_role='bot' isn't one of roles="),
+        ({**BASE, "checks": {"roles": []}}, {}, "roles= is empty"),
+        ({**BASE, "outputs": {"quarantine": "lake/q"}}, {}, "outputs.summary"),
+        ({**BASE, "outputs": {**BASE["outputs"], "vaild": "x"}}, {}, "unknown key 'vaild'"),
+        ({**BASE, "thresholds": {"warn": 1}}, {}, "unknown level 'warn'"),
+        (BASE, {"error": "lots"}, "thresholds.error: 'lots'"),
+        (BASE, {"error": "1.5"}, "fraction must be below 1"),
+        (BASE, {"engine": "flink"}, "engine: 'flink'"),
+        (BASE, {"dedup": "maybe"}, "dedup: 'maybe'"),
+        (BASE, {"run_id": "bad id'; drop"}, "run_id"),
+        ({k: v for k, v in BASE.items() if k != "source"}, {}, "source"),
+        ({k: v for k, v in BASE.items() if k != "columns"}, {}, "columns"),
+        ({**BASE, "columns": [{"last_role": "user"}]}, {}, "columns[1]"),
+        (BASE, {"quarantine": "lake/chats"}, "can't be the source"),
+        (BASE, {"summary": "lake/q"}, "its own table"),
+    ],
+)
+def test_bad_config_names_the_key(raw, overrides, message):
+    with pytest.raises(ConfigError, match=None) as info:
+        build_config(raw, overrides)
+    assert message in str(info.value)
+
+
+def test_load_config_reads_yaml(tmp_path):
+    path = tmp_path / "job.yaml"
+    path.write_text("source: a/b\ncolumns: [messages]\noutputs: {quarantine: a/q, summary: a/s}\ndedup: off\n")
+    # YAML reads a bare `off` as False; it still means off.
+    assert load_config(path).dedup == "off"
+    path.write_text(path.read_text().replace("dedup: off", "dedup: 'on'"))
+    assert load_config(path).dedup == "on"
+
+
+@pytest.mark.parametrize("text, message", [("- a\n- b\n", "mapping"), ("a: [\n", "valid YAML")])
+def test_load_config_refuses_bad_files(tmp_path, text, message):
+    path = tmp_path / "job.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        load_config(path)
+
+
+def test_missing_config_file_is_named(tmp_path):
+    with pytest.raises(ConfigError, match="nope.yaml"):
+        load_config(tmp_path / "nope.yaml")
+
+
+def test_example_config_in_conf_loads():
+    from pathlib import Path
+
+    config = load_config(Path(__file__).resolve().parents[1] / "conf" / "example.yaml")
+    assert config.steps[0].fmt.last_role == "assistant"
+    assert config.outputs.valid
