@@ -13,6 +13,7 @@ from deltalake.exceptions import TableNotFoundError
 
 from ..engines.ibis import IbisEngine
 from ..engines.tables import default_connection, delta_version, open_table
+from ..errors import SourceError
 from .backend import JobBackend
 from .outputs import CHECKED_AT, COLUMN, REASON, RUN_ID, STEP
 
@@ -21,12 +22,18 @@ class DuckDBJobBackend(JobBackend):
     def __init__(self, con: Any = None) -> None:
         self.con = con or default_connection()
         self.engine = IbisEngine()
+        self._version: int | None = None
 
     def read_source(self, source: str) -> Any:
-        return open_table(source, con=self.con)
+        try:
+            # Pin the version read, so the summary names exactly the snapshot that was checked.
+            self._version = delta_version(source)
+            return open_table(source, con=self.con, version=self._version)
+        except (FileNotFoundError, ValueError) as exc:
+            raise SourceError(f"can't read the source {source!r}: {exc}") from exc
 
     def source_version(self, source: str) -> int | None:
-        return delta_version(source)
+        return self._version
 
     def quarantine_rows(self, annotated, reason_column, source_columns, *, step, column, run_id, checked_at):
         failing = annotated.filter(annotated[reason_column].notnull())

@@ -1,0 +1,184 @@
+"""The job end to end on each engine: outputs read back and checked row by row.
+
+One test body pins every engine: the same source, the same expectations, built
+from the reference check `first_problem`.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, write_deltalake
+
+from chatgate import first_problem
+from chatgate.errors import SourceError
+from chatgate.job.config import build_config
+from chatgate.job.runner import EXIT_CRITICAL, EXIT_ERROR, EXIT_OK, run
+from chatgate.sample import chat_table
+
+CHECKS = {"first_role": "user", "last_role": "assistant"}
+
+
+@pytest.fixture(params=["duckdb", pytest.param("spark", marks=pytest.mark.spark)])
+def engine(request):
+    return request.param
+
+
+@pytest.fixture
+def backend(engine, request):
+    if engine == "spark":
+        from chatgate.job.spark import SparkJobBackend
+
+        return SparkJobBackend(spark=request.getfixturevalue("spark"))
+    from chatgate.job.duckdb import DuckDBJobBackend
+
+    return DuckDBJobBackend()
+
+
+@pytest.fixture
+def source(tmp_path):
+    table = chat_table(400, seed=3, duplicate_fraction=0.3, defect_fraction=0.2)
+    path = str(tmp_path / "chats")
+    write_deltalake(path, table)
+    return path, table
+
+
+def _config(tmp_path, source_path, engine, **overrides):
+    raw = {
+        "source": source_path,
+        "engine": engine,
+        "columns": ["messages"],
+        "checks": CHECKS,
+        "outputs": {
+            "quarantine": str(tmp_path / "quarantine"),
+            "summary": str(tmp_path / "summary"),
+            "valid": str(tmp_path / "valid"),
+        },
+        "run_id": "run-1",
+    }
+    return build_config(raw, overrides)
+
+
+def _read(path) -> pa.Table:
+    return DeltaTable(path).to_pyarrow_table()
+
+
+def _expected(table: pa.Table) -> dict[int, str]:
+    return {
+        row_id: code
+        for row_id, value in zip(table["id"].to_pylist(), table["messages"].to_pylist())
+        if (code := first_problem(value, **CHECKS)) is not None
+    }
+
+
+def test_outputs_hold_every_failing_row_with_its_reason(tmp_path, source, engine, backend):
+    path, table = source
+    result = run(_config(tmp_path, path, engine), backend)
+    expected = _expected(table)
+
+    quarantine = _read(result.config.outputs.quarantine)
+    got = dict(zip(quarantine["id"].to_pylist(), quarantine["pb_reason_"].to_pylist()))
+    assert got == expected
+    assert quarantine.num_rows == len(expected)
+    assert set(quarantine.column_names) == {
+        "id", "source", "messages", "pb_reason_", "pb_step_", "pb_column_", "pb_run_id_", "pb_checked_at_"
+    }
+    assert set(quarantine["pb_run_id_"].to_pylist()) == {"run-1"}
+    assert set(quarantine["pb_column_"].to_pylist()) == {"messages"}
+    assert set(expected.values()) >= {"not_messages", "no_messages", "bad_message", "unknown_role",
+                                       "system_position", "first_role", "not_alternating", "last_role",
+                                       "empty_content"}
+
+    valid = _read(result.config.outputs.valid)
+    assert valid.column_names == ["id", "source", "messages"]
+    assert sorted(valid["id"].to_pylist()) == sorted(set(table["id"].to_pylist()) - set(expected))
+    # Conservation: valid rows plus distinct failing source rows are the source rows.
+    assert valid.num_rows + len(set(got)) == table.num_rows
+
+    summary = _read(result.config.outputs.summary).to_pylist()
+    assert len(summary) == 1
+    row = summary[0]
+    assert (row["run_id"], row["step"], row["column"], row["engine"]) == ("run-1", 1, "messages", engine)
+    assert (row["units"], row["failed"], row["passed"]) == (400, len(expected), 400 - len(expected))
+    reasons = dict(row["reasons"])
+    assert reasons == {code: list(expected.values()).count(code) for code in set(expected.values())}
+    assert row["source_version"] == 0
+    assert row["distinct_values"] <= 400
+    assert json.loads(row["parameters"])["last_role"] == "assistant"
+    assert row["started_at"] <= row["finished_at"]
+    assert result.quarantined == len(expected) and result.valid == valid.num_rows
+
+
+def test_rerun_with_same_run_id_replaces_its_rows(tmp_path, source, engine, backend):
+    path, _ = source
+    config = _config(tmp_path, path, engine)
+    run(config, backend)
+    first = _read(config.outputs.quarantine).drop(["pb_checked_at_"]).sort_by("id")
+    run(config, backend)
+    second = _read(config.outputs.quarantine).drop(["pb_checked_at_"]).sort_by("id")
+    assert second.equals(first)
+    assert _read(config.outputs.summary).num_rows == 1
+    # Another run id adds its own rows beside the first run's.
+    run(_config(tmp_path, path, engine, run_id="run-2"), backend)
+    assert _read(config.outputs.quarantine).num_rows == 2 * first.num_rows
+    assert sorted(_read(config.outputs.summary)["run_id"].to_pylist()) == ["run-1", "run-2"]
+
+
+@pytest.mark.parametrize(
+    "levels, status",
+    [({}, EXIT_OK), ({"warning": 1}, EXIT_OK), ({"error": 0.1}, EXIT_ERROR), ({"error": 5, "critical": 10}, EXIT_CRITICAL)],
+)
+def test_exit_status_follows_the_levels_reached(tmp_path, source, engine, backend, levels, status):
+    path, _ = source
+    result = run(_config(tmp_path, path, engine, **levels), backend)
+    assert result.exit_status == status
+    summary = _read(result.config.outputs.summary).to_pylist()[0]
+    assert summary["levels"] == [level for level in ("warning", "error", "critical") if level in levels]
+
+
+def test_a_failed_run_leaves_none_of_its_rows(tmp_path, source, engine, backend, monkeypatch):
+    path, _ = source
+    config = _config(tmp_path, path, engine)
+    run(config, backend)
+    before = _read(config.outputs.quarantine).num_rows
+
+    def broken_summary(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(backend, "write_arrow", broken_summary)
+    with pytest.raises(OSError, match="disk full"):
+        run(_config(tmp_path, path, engine, run_id="run-2"), backend)
+    quarantine = _read(config.outputs.quarantine)
+    assert set(quarantine["pb_run_id_"].to_pylist()) == {"run-1"}
+    assert quarantine.num_rows == before
+    assert set(_read(config.outputs.summary)["run_id"].to_pylist()) == {"run-1"}
+
+
+def test_a_failed_first_run_leaves_empty_outputs(tmp_path, source, engine, backend, monkeypatch):
+    path, _ = source
+    config = _config(tmp_path, path, engine)
+    monkeypatch.setattr(backend, "write_arrow", lambda *a, **k: (_ for _ in ()).throw(OSError("disk full")))
+    with pytest.raises(OSError):
+        run(config, backend)
+    assert _read(config.outputs.quarantine).num_rows == 0
+    assert _read(config.outputs.valid).num_rows == 0
+
+
+def test_source_with_a_reserved_column_is_refused(tmp_path, engine, backend):
+    path = str(tmp_path / "chats")
+    write_deltalake(path, pa.table({"messages": ["[]"], "pb_reason_": ["x"]}))
+    with pytest.raises(SourceError, match="pb_reason_"):
+        run(_config(tmp_path, path, engine), backend)
+
+
+def test_missing_column_is_named(tmp_path, source, engine, backend):
+    path, _ = source
+    with pytest.raises(SourceError, match="'chat'"):
+        run(_config(tmp_path, path, engine, columns=["chat"]), backend)
+
+
+def test_missing_source_is_named(tmp_path, engine, backend):
+    with pytest.raises(SourceError, match="nowhere"):
+        run(_config(tmp_path, str(tmp_path / "nowhere"), engine), backend)
