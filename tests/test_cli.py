@@ -1,0 +1,84 @@
+"""The command line: flags, the printed summary, exit statuses, and the demo behind `make run`."""
+
+from __future__ import annotations
+
+import pytest
+from deltalake import DeltaTable, write_deltalake
+
+from chatgate.cli import main
+from chatgate.demo import main as demo_main
+from chatgate.sample import chat_table
+
+
+@pytest.fixture
+def lake(tmp_path):
+    write_deltalake(str(tmp_path / "chats"), chat_table(300, seed=5, defect_fraction=0.2))
+    return tmp_path
+
+
+def _flags(lake, *extra):
+    return [
+        "run",
+        "--source", str(lake / "chats"),
+        "--column", "messages",
+        "--first-role", "user",
+        "--last-role", "assistant",
+        "--quarantine", str(lake / "q"),
+        "--summary", str(lake / "s"),
+        "--valid", str(lake / "v"),
+        "--run-id", "cli-1",
+        "--quiet",
+        *extra,
+    ]
+
+
+def test_run_prints_a_one_screen_summary(lake, capsys):
+    status = main(_flags(lake, "--warning", "1"))
+    out = capsys.readouterr().out
+    assert status == 0
+    assert "chatgate run cli-1 · engine duckdb" in out
+    assert "source: " in out and "(Delta version 0)" in out
+    assert "step  column    units  failed" in out
+    assert "messages  300" in out
+    assert "warning" in out
+    assert "status: 0 (no step reached its error level)" in out
+    failed = DeltaTable(str(lake / "q")).to_pyarrow_table().num_rows
+    assert f"({failed:,} rows of this run)" in out
+    assert len(out.splitlines()) < 25
+
+
+def test_error_level_gives_status_3_and_critical_4(lake, capsys):
+    assert main(_flags(lake, "--error", "0.05")) == 3
+    assert "status: 3 (a step reached its error level)" in capsys.readouterr().out
+    assert main(_flags(lake, "--error", "5", "--critical", "10")) == 4
+
+
+def test_config_error_gives_status_2_and_names_the_key(lake, capsys):
+    assert main(_flags(lake, "--last-role", "bot")) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("chatgate: config error:")
+    assert "last_role='bot'" in err
+
+
+def test_unreadable_source_gives_status_1(lake, capsys):
+    flags = _flags(lake)
+    flags[flags.index("--source") + 1] = str(lake / "missing")
+    assert main(flags) == 1
+    assert "chatgate: error: can't read the source" in capsys.readouterr().err
+
+
+def test_unknown_flag_is_a_usage_error(lake):
+    with pytest.raises(SystemExit) as info:
+        main(_flags(lake, "--colum", "x"))
+    assert info.value.code == 2
+
+
+def test_demo_builds_a_lakehouse_runs_and_queries(tmp_path, capsys):
+    assert demo_main(["--rows", "800", "--dir", str(tmp_path / "lake")]) == 0
+    out = capsys.readouterr().out
+    assert "Built a sample Delta table of 800 conversations" in out
+    assert "chatgate run demo · engine duckdb" in out
+    assert "SQL over the quarantine table (DuckDB):" in out
+    assert "reason" in out and "first_id" in out
+    for code in ("not_messages", "empty_content", "not_alternating"):
+        assert code in out
