@@ -11,6 +11,12 @@ if TYPE_CHECKING:
     from .engines.base import Engine
     from .validate import Validate
 
+
+def _esc(text: str) -> str:
+    """Escape text for an HTML text node (quotes stay as they are: they need no escaping there)."""
+    return html.escape(text, quote=False)
+
+
 HEADERS = ("STEP", "COLUMNS", "VALUES", "TBL", "EVAL", "UNITS", "PASS", "FAIL", "W", "E", "C", "EXT")
 DASH = "—"
 
@@ -86,7 +92,7 @@ def render_text(v: Validate) -> str:
 
 def render_html(v: Validate) -> str:
     """The validation table as HTML, for notebooks."""
-    esc = html.escape
+    esc = _esc
     if v.time_start is None:
         return f"<p>{esc(render_text(v))}</p>"
     head = "".join(f"<th>{esc(h)}</th>" for h in ("STEP", "", *HEADERS[1:]))
@@ -109,10 +115,13 @@ class StepReport:
     Ibis table, a Spark DataFrame), with `pb_reason_` as its last column.
     """
 
-    def __init__(self, step: Step, data: Any, engine: Engine) -> None:
+    def __init__(self, step: Step, data: Any, engine: Engine, limit: int = 100) -> None:
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise ValueError(f"limit= must be a number of rows, 1 or more, not {limit!r}")
         self.step = step
         self.data = data
         self.engine = engine
+        self.limit = limit
 
     def header(self) -> str:
         s = self.step
@@ -121,25 +130,22 @@ class StepReport:
         if not s.evaluated:
             return f"Report for Validation Step {s.i}: inactive, not evaluated"
         mark = "✓" if s.failed == 0 else "✗"
-        shown = self._shown_rows()
+        shown = min(s.failed, self.limit)
         extract = (
             f"EXTRACT OF ALL {s.failed} ROWS (WITH TEST UNIT FAILURES IN RED):"
-            if shown is None or shown >= s.failed
-            else f"EXTRACT OF {shown} OF {s.failed} ROWS (WITH TEST UNIT FAILURES IN RED):"
+            if shown >= s.failed
+            else f"EXTRACT OF FIRST {shown} OF {s.failed} ROWS (WITH TEST UNIT FAILURES IN RED):"
         )
         return (
             f"Report for Validation Step {s.i} {mark} ASSERTION `{s.assertion()}` "
             f"{s.failed} / {s.units} TEST UNIT FAILURES IN COLUMN {s.column_number} {extract}"
         )
 
-    def _shown_rows(self) -> int | None:
-        return len(self.data) if hasattr(self.data, "__len__") and not _is_lazy(self.data) else None
-
-    def rows(self, limit: int = 100) -> tuple[list[str], list[list[str]]]:
-        """Column names and up to `limit` rows of the extract, as strings."""
+    def rows(self, limit: int | None = None) -> tuple[list[str], list[list[str]]]:
+        """Column names and up to `limit` rows (the report's limit by default), as strings."""
         if self.data is None:
             return [], []
-        table = self.engine.preview(self.data, limit)
+        table = self.engine.preview(self.data, self.limit if limit is None else limit)
         names = table.column_names
         columns = [table.column(n).to_pylist() for n in names]
         return names, [[_cell(col[r]) for col in columns] for r in range(table.num_rows)]
@@ -155,7 +161,7 @@ class StepReport:
 
     def _repr_html_(self) -> str:
         names, rows = self.rows()
-        esc = html.escape
+        esc = _esc
         head = "".join(f"<th>{esc(n)}</th>" for n in names)
         body = "".join(
             "<tr>"
@@ -170,10 +176,6 @@ class StepReport:
             f"<div><p><strong>{esc(self.header())}</strong></p>"
             f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
         )
-
-
-def _is_lazy(data: Any) -> bool:
-    return not type(data).__module__.startswith(("polars", "pandas"))
 
 
 def _cell(value: Any) -> str:

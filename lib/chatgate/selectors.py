@@ -79,9 +79,7 @@ def resolve_columns(columns, available: list[str]) -> list[str]:
         raise TypeError(f"columns= must be a column name, a list of them, or col(...), not {columns!r}")
     out: list[str] = []
     for item in columns:
-        if isinstance(item, Selector):
-            names = item.resolve(available)
-        elif isinstance(item, Column):
+        if isinstance(item, (Selector, Column)):
             names = item.resolve(available)
         elif isinstance(item, str):
             names = [item]

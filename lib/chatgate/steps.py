@@ -95,7 +95,9 @@ class Step:
     def columns_text(self) -> str:
         if self.segment is None:
             return self.column
-        return f"{self.column} [{self.segment[0]} = {self.segment[1]!r}]"
+        name, value = self.segment
+        shown = repr(value) if isinstance(value, str) else str(value)
+        return f"{self.column} [{name} = {shown}]"
 
     def auto_brief(self) -> str:
         brief = f"Expect that values in `{self.column}` are well-formed chat conversations"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+import numbers
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -52,11 +55,14 @@ def _level_value(level: str, value: Any) -> int | float | None:
         return None
     if value is True:
         return 1
-    if isinstance(value, int):
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         if value < 1:
             raise ValueError(f"{level}= as a count must be 1 or more, not {value}")
-        return value
-    if isinstance(value, float):
+        return int(value)
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        value = float(value)
+        if math.isnan(value):
+            raise ValueError(f"{level}= must be a fraction above 0 or a count of 1 or more, not nan")
         if value >= 1:
             if value.is_integer():
                 return int(value)
@@ -73,7 +79,7 @@ def normalize_thresholds(value: Any) -> Thresholds:
         return Thresholds()
     if isinstance(value, Thresholds):
         return value
-    if isinstance(value, (bool, int, float)):
+    if isinstance(value, (bool, numbers.Real)):
         return Thresholds(warning=value)
     if isinstance(value, tuple):
         if len(value) > 3:
@@ -94,9 +100,11 @@ Action = str | Callable[..., Any]
 class Actions:
     """What to do when a step reaches a level: callables, or template strings to print.
 
-    Templates can use {step}, {level}, {LEVEL}, {column}, {type}, {failed}, {units},
-    {time} and {auto} (what happened, in a sentence).
-    `highest_only=True` (the default) takes only the action of the highest level reached.
+    Templates can use {step} (or {i}), {level}, {LEVEL}, {column} (or {col}), {type},
+    {TYPE}, {failed}, {units}, {time} and {auto} (what happened, in a sentence); other
+    braces are printed as they are.
+    `highest_only=True` (the default) takes only the action of the highest level reached
+    that has one (its own or the default).
     """
 
     warning: Action | list[Action] | None = None
@@ -125,10 +133,23 @@ def _as_list(value: Any) -> list:
 
 
 def run_actions(actions: Actions, levels: list[str], context: dict[str, Any]) -> None:
-    """Take the actions for `levels` reached: print templates, call callables."""
-    chosen = levels[-1:] if actions.highest_only else levels
+    """Take the actions for `levels` reached: print templates, call callables.
+
+    With `highest_only`, only the highest level reached that has an action (its own,
+    or the default) acts: a warning action still runs when a step reaches critical
+    and no critical action is set.
+    """
+    with_actions = [level for level in levels if actions.for_level(level)]
+    chosen = with_actions[-1:] if actions.highest_only else with_actions
     for level in chosen:
-        filled = {**context, "level": level, "LEVEL": level.upper()}
+        filled = {
+            **context,
+            "i": context.get("step"),
+            "col": context.get("column"),
+            "level": level,
+            "LEVEL": level.upper(),
+            "TYPE": str(context.get("type", "")).upper(),
+        }
         filled.setdefault(
             "auto",
             f"Step {context.get('step')} ({context.get('type')}) on column {context.get('column')!r} "
@@ -136,9 +157,23 @@ def run_actions(actions: Actions, levels: list[str], context: dict[str, Any]) ->
         )
         for action in actions.for_level(level):
             if isinstance(action, str):
-                print(action.format(**filled))
+                print(fill_template(action, filled))
             else:
                 action(**_accepted(action, filled))
+
+
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+
+def fill_template(template: str, context: dict[str, Any]) -> str:
+    """Replace the `{name}`s of `template` that `context` knows; leave any other braces alone.
+
+    >>> fill_template('{LEVEL} in step {step}: {"not": "a placeholder"}', {"LEVEL": "ERROR", "step": 2})
+    'ERROR in step 2: {"not": "a placeholder"}'
+    """
+    return _PLACEHOLDER.sub(
+        lambda m: str(context[m.group(1)]) if m.group(1) in context else m.group(0), template
+    )
 
 
 def _accepted(func: Callable, context: dict[str, Any]) -> dict[str, Any]:

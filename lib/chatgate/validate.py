@@ -12,14 +12,18 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from .engines import engine_for
+from .engines import REASON_COLUMN, engine_for
 from .engines.base import Engine
 from .errors import ChatgateError
 from .report import StepReport, render_html, render_text
 from .rules import DEFAULT_ROLES, ChatFormat
-from .selectors import resolve_columns
+from .selectors import Column, Selector, resolve_columns
 from .steps import ASSERTION_TYPE, DEFAULT_DIMENSION, Step
 from .thresholds import Actions, Thresholds, normalize_thresholds, run_actions
+
+ROW_NUMBER_COLUMN = "_row_num_"
+RESERVED_COLUMNS = (ROW_NUMBER_COLUMN, REASON_COLUMN)
+"""Columns the results add: a table that already has one can't be validated as it is."""
 
 
 @dataclass
@@ -64,7 +68,7 @@ class Validate:
         if actions is not None and not isinstance(actions, Actions):
             raise TypeError(f"actions= must be an Actions object, not {type(actions).__name__}")
         self.actions = actions
-        self.brief = brief
+        self.brief = _check_brief(brief)
         self._plan: list[_Directive] = []
         self.steps: list[Step] = []
         self.time_start: datetime | None = None
@@ -115,6 +119,12 @@ class Validate:
             raise ValueError(f"dedup= must be 'auto', 'on' or 'off', not {dedup!r}")
         if actions is not None and not isinstance(actions, Actions):
             raise TypeError(f"actions= must be an Actions object, not {type(actions).__name__}")
+        if dimension is not None and not isinstance(dimension, str):
+            raise TypeError(f"dimension= must be a string or None, not {dimension!r}")
+        _check_brief(brief)
+        _check_segments(segments)
+        if isinstance(columns, (list, tuple)) and not columns:
+            raise ValueError("columns= is empty: name at least one column")
         resolve_columns(columns, self.engine.columns(self.data))  # fail fast on a bad columns= type
         self._plan.append(
             _Directive(
@@ -146,60 +156,85 @@ class Validate:
         return self
 
     def _expand(self, d: _Directive) -> list[Step]:
-        columns = resolve_columns(d.columns, self.engine.columns(self.data))
-        active = d.active(self.data) if callable(d.active) else d.active
+        """The steps of one directive; what can't be expanded becomes a step with an eval error."""
+        available = self.engine.columns(self.data)
+        columns = resolve_columns(d.columns, available)
+        error = None
+        if not columns:
+            columns = [_columns_text(d.columns)]
+            error = f"columns= {columns[0]} matches no column of the table (columns: {available})"
+        active: Any = d.active
+        if callable(active):
+            try:
+                active = bool(active(self.data))
+            except Exception as exc:  # noqa: BLE001 - reported as the step's eval error
+                active, error = True, error or f"active= raised {_describe(exc)}"
+        segments: list[tuple[str, Any] | None] = [None]
+        if error is None:
+            try:
+                segments = self._segments(d.segments)
+            except Exception as exc:  # noqa: BLE001 - a segment column that isn't there, ...
+                error = f"segments= couldn't be resolved: {_describe(exc)}"
         out = []
         for column in columns:
-            for segment in self._segments(d.segments):
-                out.append(
-                    Step(
-                        i=len(self.steps) + len(out) + 1,
-                        column=column,
-                        fmt=d.fmt,
-                        thresholds=d.thresholds or self.thresholds,
-                        actions=d.actions or self.actions,
-                        brief=d.brief if d.brief is not None else self.brief,
-                        pre=d.pre,
-                        segment=segment,
-                        active=bool(active),
-                        dimension=d.dimension,
-                        dedup=d.dedup,
-                    )
+            for segment in segments:
+                step = Step(
+                    i=len(self.steps) + len(out) + 1,
+                    column=column,
+                    fmt=d.fmt,
+                    thresholds=d.thresholds or self.thresholds,
+                    actions=d.actions or self.actions,
+                    brief=d.brief if d.brief is not None else self.brief,
+                    pre=d.pre,
+                    segment=segment,
+                    active=bool(active),
+                    dimension=d.dimension,
+                    dedup=d.dedup,
                 )
+                step.eval_error = error if step.active else None
+                out.append(step)
         return out
 
     def _segments(self, spec: Any) -> list[tuple[str, Any] | None]:
         if spec is None:
             return [None]
-        items = spec if isinstance(spec, list) else [spec]
         out: list[tuple[str, Any] | None] = []
-        for item in items:
+        for item in _check_segments(spec):
             if isinstance(item, str):
+                if item not in self.engine.columns(self.data):
+                    raise ChatgateError(f"the segment column {item!r} isn't in the table")
                 out.extend((item, v) for v in self.engine.segment_values(self.data, item))
-            elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
+            else:
                 values = item[1] if isinstance(item[1], (list, tuple)) else [item[1]]
                 out.extend((item[0], v) for v in values)
-            else:
-                raise TypeError(
-                    f"segments= takes a column name, a (column, values) tuple, or a list of them, not {item!r}"
-                )
         return out
 
     def _run(self, step: Step) -> None:
-        if not step.active:
+        if not step.active or step.eval_error:
             return
         started = time.perf_counter()
         try:
             table = step.pre(self.data) if step.pre else self.data
-            if step.segment is not None:
-                table = self.engine.filter_equal(table, *step.segment)
             columns = self.engine.columns(table)
+            if step.segment is not None:
+                if step.segment[0] not in columns:
+                    raise ChatgateError(f"the segment column {step.segment[0]!r} isn't in the table")
+                table = self.engine.filter_equal(table, *step.segment)
             if step.column not in columns:
                 raise ChatgateError(f"column {step.column!r} isn't in the table (columns: {columns})")
+            clash = [c for c in RESERVED_COLUMNS if c in columns]
+            if clash:
+                raise ChatgateError(
+                    f"the table already has a column {clash[0]!r}, which chatgate adds to its "
+                    "results: rename or drop it (pre= can do that)"
+                )
             step.column_number = columns.index(step.column) + 1
             step.judged = self.engine.judge(table, step.column, step.fmt, dedup=step.dedup)
         except ChatgateError as exc:
             step.eval_error = str(exc)
+            return
+        except Exception as exc:  # noqa: BLE001 - pre= or the engine failed: the report says so
+            step.eval_error = _describe(exc)
             return
         finally:
             step.seconds = time.perf_counter() - started
@@ -289,10 +324,13 @@ class Validate:
         problems = [s.note() for s in self.steps if s.eval_error or (s.failed or 0) > 0]
         raise AssertionError("The following steps failed:\n" + "\n".join(f"- {p}" for p in problems))
 
-    def get_step_report(self, i: int) -> StepReport:
-        """The failing rows of step i with `pb_reason_`, under a header with the assertion."""
+    def get_step_report(self, i: int, limit: int = 100) -> StepReport:
+        """The failing rows of step i with `pb_reason_`, under a header with the assertion.
+
+        `limit` is the number of rows shown (the report's `data` holds them all).
+        """
         step = self._step(i)
-        return StepReport(step, self._extract(step), self.engine)
+        return StepReport(step, self._extract(step), self.engine, limit=limit)
 
     def get_data_extracts(self, i: int | None = None, frame: bool = False):
         """The failing rows with `_row_num_` and `pb_reason_`: a frame of the input's own kind.
@@ -342,7 +380,7 @@ class Validate:
         import json
 
         self._require_interrogated()
-        return json.dumps([_step_json(s) for s in self.steps], indent=2)
+        return json.dumps([_step_json(s) for s in self.steps], indent=2, default=str)
 
     # -- display ----------------------------------------------------------------
 
@@ -351,6 +389,43 @@ class Validate:
 
     def _repr_html_(self) -> str:
         return render_html(self)
+
+
+def _check_brief(brief: Any) -> Any:
+    if brief is not None and not isinstance(brief, (str, bool)):
+        raise TypeError(f"brief= must be a string, True, False or None, not {brief!r}")
+    return brief
+
+
+def _check_segments(spec: Any) -> list:
+    """The items of segments=, each a column name or a (column, values) tuple; TypeError otherwise."""
+    if spec is None:
+        return []
+    items = spec if isinstance(spec, list) else [spec]
+    for item in items:
+        ok = isinstance(item, str) or (
+            isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)
+        )
+        if not ok:
+            raise TypeError(
+                f"segments= takes a column name, a (column, values) tuple, or a list of them, not {item!r}"
+            )
+    return items
+
+
+def _columns_text(columns: Any) -> str:
+    """How a columns= spec that matched nothing is shown in the COLUMNS cell."""
+    items = columns if isinstance(columns, (list, tuple)) else [columns]
+    texts = []
+    for item in items:
+        if isinstance(item, Column):
+            item = item.target
+        texts.append(item.text if isinstance(item, Selector) else str(item))
+    return ", ".join(texts)
+
+
+def _describe(exc: BaseException) -> str:
+    return str(exc) if isinstance(exc, ChatgateError) else f"{type(exc).__name__}: {exc}"
 
 
 def _step_json(s: Step) -> dict:

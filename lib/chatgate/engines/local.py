@@ -49,7 +49,7 @@ class LocalEngine(Engine):
         dedup: Dedup = "auto",
         reason_column: str = REASON_COLUMN,
     ) -> Judged:
-        values = column_as_arrow(table, column)
+        values = column_as_arrow(table, column, exact=True)
         deduplicated = False
         if isinstance(values, pa.Array):
             if dedup != "off" and _is_text(values.type):
@@ -101,12 +101,18 @@ class LocalEngine(Engine):
         return _with_column(table, ROW_NUMBER_COLUMN, numbers, first=True)
 
     def segment_values(self, table: Any, column: str) -> list:
-        values = set(column_as_arrow(table, column).to_pylist())
+        values = column_as_arrow(table, column)
+        values = set(values if isinstance(values, list) else values.to_pylist())
         present = sorted((v for v in values if v is not None), key=lambda v: (str(type(v)), v))
         return present + ([None] if None in values else [])
 
     def filter_equal(self, table: Any, column: str, value: Any) -> Any:
         values = column_as_arrow(table, column)
+        if isinstance(values, list):
+            import numpy as np
+
+            keep = [v is None if value is None else (v is not None and v == value) for v in values]
+            return _filter(table, np.array(keep, dtype=bool))
         mask = values.is_null() if value is None else pc.fill_null(pc.equal(values, value), False)
         return _filter(table, mask.to_numpy(zero_copy_only=False))
 
@@ -129,23 +135,53 @@ class LocalEngine(Engine):
         return pl.concat(tables)
 
 
-def column_as_arrow(table: Any, column: str) -> pa.Array | list:
-    """The column as one Arrow array, or as a Python list when Arrow can't hold it."""
+def column_as_arrow(table: Any, column: str, *, exact: bool = False) -> pa.Array | list:
+    """The column as one Arrow array, or as a Python list when Arrow can't hold it.
+
+    With `exact=True` (a column to judge), a pandas object column is a list also when
+    Arrow would change what a value is (a set would become a list).
+    """
     if column not in table.columns:
         raise KeyError(f"column {column!r} isn't in the table; its columns are {list(table.columns)}")
     if _kind(table) == "polars":
         values = table.get_column(column).to_arrow()
         return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
     series = table[column]
+    if exact and series.dtype == object and not _arrow_keeps(series):
+        return series.tolist()
     try:
         values = pa.array(series, from_pandas=True)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+    except Exception:  # noqa: BLE001 - ArrowInvalid, OverflowError, ...: judge the Python values
         return series.tolist()
     return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
 
 
+# Python kinds that Arrow converts to what they are (a set, say, would become a list).
+_ARROW_KEEPS = {"str", "bytes", "list", "tuple", "dict", "ndarray", "NoneType", "float", "NAType"}
+
+
+def _arrow_keeps(series) -> bool:
+    """Can Arrow hold this object column without changing what a value is?"""
+    kinds = set(map(type, series.to_numpy(dtype=object)))
+    return all(
+        kind.__name__ in _ARROW_KEEPS and kind.__module__ in ("builtins", "numpy", "pandas._libs.missing")
+        for kind in kinds
+    )
+
+
 def _display(value: Any) -> str | None:
-    return None if value is None else str(value)
+    return None if value is None else str(_plain(value))
+
+
+def _plain(value: Any) -> Any:
+    """NumPy arrays (pandas over Arrow lists) as lists, so a cell reads like the data it holds."""
+    if type(value).__name__ == "ndarray":
+        return [_plain(v) for v in value.tolist()]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _is_text(dtype: pa.DataType) -> bool:
