@@ -1,0 +1,153 @@
+"""Engine parity: one test body, every engine, identical failing rows, reasons, valid rows and counts.
+
+Local (Polars), Ibis over DuckDB and Spark judge the same tables; each must agree
+with the others and with the reference check `first_problem`, row by row.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pytest
+
+from chatgate import first_problem
+from chatgate.engines.base import REASON_COLUMN
+from chatgate.rules import ChatFormat
+from chatgate.sample import chat_table
+
+ENGINES = ["local", "duckdb", pytest.param("spark", marks=pytest.mark.spark)]
+
+NATIVE = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
+
+
+def _native_table() -> pa.Table:
+    conversations = [
+        [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}],
+        [{"role": "user", "content": "Hi"}, {"role": "user", "content": "Hello?"}],
+        [{"role": "system", "content": "Be brief."}, {"role": "assistant", "content": "x"}],
+        [{"role": "user", "content": None}, {"role": "assistant", "content": "ok"}],
+        [{"role": None, "content": "who?"}],
+        [{"role": "bot", "content": "4"}],
+        [],
+        None,
+        [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}],
+        [{"role": "user", "content": "Q"}, {"role": "assistant", "content": "A"}, {"role": "system", "content": "s"}],
+    ]
+    return pa.table({"id": pa.array(range(1, 11), pa.int64()), "messages": pa.array(conversations, NATIVE)})
+
+
+CASES = {
+    "json-default": (lambda: chat_table(300, seed=11, defect_fraction=0.3), ChatFormat()),
+    "json-first-last": (
+        lambda: chat_table(300, seed=12, defect_fraction=0.3),
+        ChatFormat(first_role="user", last_role="assistant"),
+    ),
+    "json-lenient": (
+        lambda: chat_table(300, seed=13, defect_fraction=0.3),
+        ChatFormat(alternate=False, allow_empty=True, na_pass=True, roles=("user", "assistant", "system", "bot")),
+    ),
+    "native": (_native_table, ChatFormat(last_role="assistant")),
+    "native-na-pass": (_native_table, ChatFormat(na_pass=True)),
+}
+
+
+def _to_engine(engine: str, table: pa.Table, request):
+    if engine == "local":
+        import polars as pl
+
+        return pl.from_arrow(table)
+    if engine == "duckdb":
+        import ibis
+
+        return ibis.memtable(table)
+    return request.getfixturevalue("spark").createDataFrame(table)
+
+
+def _rows(engine: str, frame) -> pa.Table:
+    if engine == "local":
+        return frame.to_arrow()
+    if engine == "duckdb":
+        return frame.to_pyarrow()
+    return pa.Table.from_pandas(frame.toPandas(), preserve_index=False)
+
+
+def _engine(engine: str):
+    if engine == "local":
+        from chatgate.engines.local import LocalEngine
+
+        return LocalEngine()
+    if engine == "duckdb":
+        from chatgate.engines.ibis import IbisEngine
+
+        return IbisEngine()
+    from chatgate.engines.spark import SparkEngine
+
+    return SparkEngine()
+
+
+def _reference(table: pa.Table, fmt: ChatFormat) -> dict[int, str]:
+    out = {}
+    for row_id, value in zip(table["id"].to_pylist(), table["messages"].to_pylist()):
+        code = first_problem(value, **fmt.as_dict())
+        if code is not None:
+            out[row_id] = code
+    return out
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("dedup", ["on", "off"])
+@pytest.mark.parametrize("engine", ENGINES)
+def test_engines_agree_with_the_reference(engine, case, dedup, request):
+    make, fmt = CASES[case]
+    source = make()
+    expected = _reference(source, fmt)
+    eng = _engine(engine)
+    judged = eng.judge(_to_engine(engine, source, request), "messages", fmt, dedup=dedup)
+
+    failing = _rows(engine, eng.failing_rows(judged))
+    assert dict(zip(failing["id"].to_pylist(), failing[REASON_COLUMN].to_pylist())) == expected
+    passing = _rows(engine, eng.passing_rows(judged))
+    assert REASON_COLUMN not in passing.column_names
+    assert sorted(passing["id"].to_pylist()) == sorted(set(source["id"].to_pylist()) - set(expected))
+
+    assert (judged.units, judged.failed) == (source.num_rows, len(expected))
+    counts = {code: list(expected.values()).count(code) for code in set(expected.values())}
+    assert judged.reasons == counts
+    assert list(judged.reasons.values()) == sorted(counts.values(), reverse=True)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_validate_api_gives_the_seed_counts_on_every_engine(engine, request):
+    import chatgate as pb
+
+    seed = pa.table(
+        {
+            "id": [1, 2, 3, 4],
+            "messages": [
+                json.dumps([{"role": "user", "content": "Hi!"}, {"role": "assistant", "content": "Hello!"}]),
+                json.dumps([{"role": "user", "content": "Hi!"}, {"role": "user", "content": "Hello?"}]),
+                json.dumps([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Capital?"},
+                            {"role": "assistant", "content": "Paris."}]),
+                json.dumps([{"role": "user", "content": "2 + 2?"}, {"role": "bot", "content": "4"}]),
+            ],
+        }
+    )
+    validation = (
+        pb.Validate(_to_engine(engine, seed, request))
+        .col_vals_chat_format(columns="messages", last_role="assistant")
+        .interrogate()
+    )
+    assert (validation.n(i=1, scalar=True), validation.n_failed(i=1, scalar=True)) == (4, 2)
+    assert "1 has roles that don't alternate (`not_alternating`) and 1 has a role that isn't allowed" in repr(
+        validation
+    )
+    report = validation.get_step_report(i=1)
+    assert "ASSERTION `messages is a chat of {system, user, assistant}`" in repr(report)
+    extract = _rows(engine, validation.get_data_extracts(i=1, frame=True))
+    assert dict(zip(extract["id"].to_pylist(), extract["pb_reason_"].to_pylist())) == {
+        2: "not_alternating",
+        4: "unknown_role",
+    }
+    passing = _rows(engine, validation.get_sundered_data("pass"))
+    assert sorted(passing["id"].to_pylist()) == [1, 3]
