@@ -18,7 +18,7 @@ help: ## List the targets
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,bench,dist]'
+	$(PY) -m pip install --quiet -e '.[test,bench]'
 	touch $@
 
 setup: $(STAMP) ## Create .venv in the repo and install chatgate with its test extras
@@ -52,10 +52,18 @@ lint: setup ## Lint with ruff
 	$(PY) -m pip install --quiet ruff
 	$(VENV)/bin/ruff check lib tests jobs bench
 
-dist: setup ## Pack the virtual environment for a cluster's executors (dist/chatgate-env.tar.gz)
-	mkdir -p dist
-	$(VENV)/bin/venv-pack --python-prefix . -p $(VENV) -o dist/chatgate-env.tar.gz --force
+DIST_VENV := build/dist-venv
+
+dist: setup jars ## Pack what a cluster's executors need: dist/chatgate-env.tar.gz, the wheel, Delta's jars
+	rm -rf $(DIST_VENV) && mkdir -p dist
+	$(PYTHON) -m venv $(DIST_VENV)
+	$(DIST_VENV)/bin/pip install --quiet --upgrade pip
+	# The cluster brings Spark itself: pack chatgate and its compiled dependencies, not pyspark.
+	$(DIST_VENV)/bin/pip install --quiet '.[pandas]' venv-pack
+	$(DIST_VENV)/bin/venv-pack -p $(DIST_VENV) -o dist/chatgate-env.tar.gz --force
 	$(PY) -m pip wheel --quiet --no-deps -w dist .
+	cp $(JARS_DIR)/*.jar dist/
+	@echo "dist/: chatgate-env.tar.gz (pass with --archives), the chatgate wheel, Delta's jars (--jars)"
 
 clean: ## Remove build outputs (keeps .venv and the jar cache)
 	rm -rf dist build bench/results/*.json bench/results/*.png sample_lakehouse
