@@ -2,15 +2,18 @@
 
 This is the hot path of every engine. JSON text is decoded by msgspec straight
 into small typed structs (a role and a content per message; other keys are
-skipped without being decoded), never into dicts or pandas objects. Whatever the typed decoder refuses (a message without a string role, an
-object without "messages", bad JSON, ...) falls back to the reference path, so
-both paths give the same code by construction: both end in `judge`.
+skipped without being decoded), never into dicts or pandas objects. Whatever the
+typed decoder refuses (a message without a string role, an object without
+"messages", bad JSON, ...) falls back to the reference path, and both paths end in
+`judge`. What the typed decoder accepts the reference must accept too: keys it
+skips are checked for syntax only, so bad UTF-8 is caught here, and the reference
+decoder takes huge numbers and deep nesting that msgspec alone would refuse
+(`values.parse_json`).
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Union
 
 import msgspec
 import numpy as np
@@ -21,7 +24,13 @@ from .reference import problem_of
 from .spec import DEFAULT_ROLES, ChatFormat
 from .values import is_blank
 
-_TEXT_TYPES = (pa.types.is_string, pa.types.is_large_string, pa.types.is_binary, pa.types.is_large_binary)
+_TEXT_TYPES = (
+    pa.types.is_string,
+    pa.types.is_large_string,
+    pa.types.is_binary,
+    pa.types.is_large_binary,
+)
+_JSON_EXTENSION = getattr(pa, "JsonType", ())
 
 
 def check_batch(
@@ -67,6 +76,8 @@ def check_array(array: pa.Array | pa.ChunkedArray, fmt: ChatFormat) -> pa.String
         # Each distinct value is judged once, then spread to its rows.
         codes = check_array(array.dictionary, fmt)
         return _spread(codes, array.indices, fmt)
+    if isinstance(array.type, _JSON_EXTENSION):
+        array = array.storage  # arrow.json: JSON text in a string array
     if pa.types.is_string_view(array.type) or pa.types.is_binary_view(array.type):
         array = array.cast(pa.large_binary())
     if any(is_type(array.type) for is_type in _TEXT_TYPES):
@@ -83,8 +94,10 @@ def check_values(values, fmt: ChatFormat) -> pa.StringArray:
 def _spread(codes: pa.StringArray, indices: pa.Array, fmt: ChatFormat) -> pa.StringArray:
     spread = codes.take(indices)
     if indices.null_count and not fmt.na_pass:
-        spread = spread.fill_null("not_messages") if codes.null_count == 0 else _fill_nulls_at(
-            spread, indices.is_null()
+        spread = (
+            spread.fill_null("not_messages")
+            if codes.null_count == 0
+            else _fill_nulls_at(spread, indices.is_null())
         )
     return spread
 
@@ -157,17 +170,16 @@ def _is_utf8(text: memoryview) -> bool:
 
 
 def _check_text(text: memoryview, fmt: ChatFormat, decode) -> str | None:
-    if decode is not None:
-        try:
-            decoded = decode(text)
-        except Exception:  # noqa: BLE001 - the typed shape didn't fit: take the reference path
-            pass
-        else:
-            messages = decoded.messages if isinstance(decoded, msgspec.Struct) else decoded
-            roles = [m.role for m in messages]
-            contents = [m.content for m in messages]
-            return judge(roles, contents, fmt, is_blank)
-    return problem_of(text, fmt)
+    if decode is None:
+        return problem_of(text, fmt)
+    try:
+        decoded = decode(text)
+    except Exception:  # noqa: BLE001 - the typed shape didn't fit: take the reference path
+        return problem_of(text, fmt)
+    messages = decoded.messages if isinstance(decoded, msgspec.Struct) else decoded
+    roles = [m.role for m in messages]
+    contents = [m.content for m in messages]
+    return judge(roles, contents, fmt, is_blank)
 
 
 @lru_cache(maxsize=32)
@@ -179,9 +191,8 @@ def _typed_decoder(role_key: str, content_key: str):
         "Message",
         # A missing content and a null one are both blank: one default serves both.
         # Other kinds of content (numbers, objects) take the reference path.
-        [("role", str), ("content", Union[str, None, list], None)],
+        [("role", str), ("content", str | None | list, None)],
         rename={"role": role_key, "content": content_key},
     )
     wrapper = msgspec.defstruct("Conversation", [("messages", list[message])])
-    return msgspec.json.Decoder(Union[list[message], wrapper]).decode
-
+    return msgspec.json.Decoder(list[message] | wrapper).decode

@@ -9,6 +9,7 @@ depends on how it was decoded, so that is passed in.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import pairwise
 from typing import Any
 
 from .spec import ChatFormat
@@ -42,7 +43,7 @@ def judge(
     turns = roles[1:] if roles[0] == "system" else roles
     if fmt.first_role is not None and (not turns or turns[0] != fmt.first_role):
         return "first_role"
-    if fmt.alternate and any(a == b for a, b in zip(turns, turns[1:])):
+    if fmt.alternate and any(a == b for a, b in pairwise(turns)):
         return "not_alternating"
     if fmt.last_role is not None and roles[-1] != fmt.last_role:
         return "last_role"

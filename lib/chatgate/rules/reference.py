@@ -48,6 +48,8 @@ def problem_of(value: Any, fmt: ChatFormat) -> str | None:
     if is_missing(value):
         return None if fmt.na_pass else "not_messages"
     if isinstance(value, _TEXT):
+        if isinstance(value, str) and type(value) is not str:
+            value = str(value)  # NumPy's str_ and other subclasses: msgspec reads exact str only
         value = parse_json(value)
         if value is NOT_JSON:
             return "not_messages"

@@ -57,7 +57,11 @@ def _role_tuple(roles: object) -> tuple[str, ...]:
     if isinstance(roles, (str, bytes)) or not isinstance(roles, Sequence):
         raise TypeError(
             f"roles= must be a list of role names, not {type(roles).__name__}"
-            + (f" ({roles!r}); write [{roles!r}] for a single role" if isinstance(roles, str) else "")
+            + (
+                f" ({roles!r}); write [{roles!r}] for a single role"
+                if isinstance(roles, str)
+                else ""
+            )
         )
     bad = [r for r in roles if not isinstance(r, str)]
     if bad:
