@@ -43,7 +43,7 @@ def query_quarantine(path: str, run_id: str):
 
     con = duckdb.connect()
     con.register("quarantine", DeltaTable(path).to_pyarrow_dataset())
-    return con.execute(QUERY, [run_id]).fetch_arrow_table()
+    return con.execute(QUERY, [run_id]).to_arrow_table()
 
 
 def main(argv: list[str] | None = None) -> int:
