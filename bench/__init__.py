@@ -1,0 +1,1 @@
+"""Benchmarks of the chatgate jobs against the baselines (`make bench`)."""
