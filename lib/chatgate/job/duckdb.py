@@ -12,7 +12,7 @@ from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
 from ..engines.ibis import IbisEngine
-from ..engines.tables import default_connection, delta_version, open_table
+from ..engines.tables import default_connection, delta_version, open_table, record_batches
 from ..errors import SourceError
 from .backend import JobBackend
 from .outputs import CHECKED_AT, COLUMN, REASON, RUN_ID, STEP
@@ -91,7 +91,7 @@ class DuckDBJobBackend(JobBackend):
 
 
 def _stream(table: Any) -> pa.RecordBatchReader:
-    return table.to_pyarrow_batches(chunk_size=50_000)
+    return record_batches(table, chunk_size=50_000)
 
 
 def _counted(reader: pa.RecordBatchReader) -> tuple[pa.RecordBatchReader, list[int]]:

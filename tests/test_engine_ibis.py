@@ -1,0 +1,701 @@
+"""The embedded engine (Ibis over DuckDB) and its Delta/Parquet reader.
+
+Every judgement is compared row by row with the reference check (`first_problem`,
+or `problem_of` for a ChatFormat), so the engine can't drift from it; dedup modes
+and join strategies must agree.
+"""
+
+from __future__ import annotations
+
+import json
+import tracemalloc
+import uuid
+
+import pytest
+
+ibis = pytest.importorskip("ibis")
+pytest.importorskip("duckdb")
+deltalake = pytest.importorskip("deltalake")
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from chatgate.engines import ibis as ibis_engine
+from chatgate.engines.base import Judged
+from chatgate.engines.ibis import IbisEngine
+from chatgate.engines.tables import (
+    default_connection,
+    delta_version,
+    is_delta,
+    open_table,
+    record_batches,
+)
+from chatgate.rules import REASONS, ChatFormat, first_problem, problem_of
+
+try:
+    from strategies import cases, json_text
+except ImportError:  # tests/ imported as a package
+    from tests.strategies import cases, json_text
+
+MODES = [
+    pytest.param("on", "hash", id="dedup-on-hash"),
+    pytest.param("off", "hash", id="dedup-off-hash"),
+    pytest.param("auto", "hash", id="dedup-auto-hash"),
+    pytest.param("on", "value", id="dedup-on-value"),
+    pytest.param("off", "value", id="dedup-off-value"),
+]
+
+
+def m(role, content="x"):
+    return {"role": role, "content": content}
+
+
+def text(value) -> str:
+    return json.dumps(value)
+
+
+OK = text([m("user", "Hi"), m("assistant", "Hello")])
+
+# (label, value, expected code) under the default ChatFormat(): every code the
+# default parameters can produce, and passing values of every accepted shape.
+DEFAULT_EXAMPLES = [
+    ("ok", OK, None),
+    ("ok_wrapped", text({"messages": [m("user"), m("assistant")], "id": 3}), None),
+    ("ok_system", text([m("system", "Be brief."), m("user"), m("assistant")]), None),
+    ("ok_vision", text([m("user", [{"type": "image"}, {"type": "text", "text": ""}])]), None),
+    ("bad_json", '[{"role": "user"', "not_messages"),
+    ("json_number", "42", "not_messages"),
+    ("json_null", "null", "not_messages"),
+    ("json_in_a_string", json.dumps(OK), "not_messages"),
+    ("object_without_messages", text({"conversation": []}), "not_messages"),
+    ("empty_list", "[]", "no_messages"),
+    ("empty_wrapped", text({"messages": []}), "no_messages"),
+    ("not_a_mapping", text([m("user"), "hello"]), "bad_message"),
+    ("no_role", text([{"content": "x"}]), "bad_message"),
+    ("role_not_a_string", text([{"role": 1, "content": "x"}]), "bad_message"),
+    ("bot_role", text([m("user"), m("bot")]), "unknown_role"),
+    ("role_case", text([m("User")]), "unknown_role"),
+    ("unknown_beats_empty", text([m("user", ""), m("bot", "x")]), "unknown_role"),
+    ("system_second", text([m("user"), m("system"), m("assistant")]), "system_position"),
+    ("two_systems", text([m("system"), m("system"), m("user")]), "system_position"),
+    ("user_twice", text([m("user", "Hi!"), m("user", "Hello?")]), "not_alternating"),
+    ("empty_content", text([m("user", ""), m("assistant")]), "empty_content"),
+    ("blank_content", text([m("user", " \n\t"), m("assistant")]), "empty_content"),
+    ("missing_content", text([{"role": "user"}, m("assistant")]), "empty_content"),
+    ("null_content", text([m("user", None), m("assistant")]), "empty_content"),
+    ("missing", None, "not_messages"),
+]
+
+ENDS = ChatFormat(first_role="user", last_role="assistant")
+ENDS_EXAMPLES = [
+    ("ok", OK, None),
+    ("starts_with_assistant", text([m("assistant"), m("user"), m("assistant")]), "first_role"),
+    ("lone_system", text([m("system")]), "first_role"),
+    ("ends_with_user", text([m("user"), m("assistant"), m("user")]), "last_role"),
+    ("first_before_alternating", text([m("assistant"), m("assistant")]), "first_role"),
+    ("alternating_before_last", text([m("user"), m("user")]), "not_alternating"),
+]
+
+
+def table_of(values, con=None, **columns) -> ibis.Table:
+    """A DuckDB table with an `id` column (row order) and a `chat` column."""
+    con = con or ibis.duckdb.connect()
+    data = {"id": pa.array(range(len(values)), pa.int64()), "chat": pa.array(values, pa.string())}
+    data.update(columns)
+    name = f"t_{uuid.uuid4().hex[:8]}"
+    con.con.register(name, pa.table(data))
+    return con.table(name)
+
+
+def reasons_by_id(judged: Judged) -> list:
+    rows = judged.annotated.order_by("id").to_pyarrow()
+    return rows.column(judged.reason_column).to_pylist()
+
+
+DEFAULT = ChatFormat()
+
+
+def judge(table, fmt=DEFAULT, dedup="auto", join_on="auto", **engine) -> Judged:
+    return IbisEngine(join_on=join_on, progress=False, **engine).judge(
+        table, "chat", fmt, dedup=dedup
+    )
+
+
+def assert_matches_reference(judged: Judged, values, fmt: ChatFormat, scan_order=None) -> None:
+    """Row `id` holds `values[id]`; `scan_order` is the ids in the order the table is read."""
+    expected = [problem_of(v, fmt) for v in values]
+    assert reasons_by_id(judged) == expected
+    assert judged.units == len(values)
+    assert judged.failed == sum(code is not None for code in expected)
+    counts: dict[str, int] = {}
+    first_seen: dict[str, int] = {}
+    for row, id in enumerate(range(len(values)) if scan_order is None else scan_order):
+        code = expected[id]
+        if code is not None:
+            counts[code] = counts.get(code, 0) + 1
+            first_seen.setdefault(code, row)
+    assert judged.reasons == counts
+    # By count, ties by first failing row: the order of the step's note.
+    assert list(judged.reasons) == list(ibis_engine.ordered_reasons(counts, first_seen))
+
+
+# -- every reason code, per row, against the reference --------------------------------------
+
+
+@pytest.mark.parametrize(("dedup", "join_on"), MODES)
+@pytest.mark.parametrize(
+    ("fmt", "examples"),
+    [
+        pytest.param(ChatFormat(), DEFAULT_EXAMPLES, id="default"),
+        pytest.param(ENDS, ENDS_EXAMPLES, id="ends"),
+    ],
+)
+def test_every_reason_code_matches_the_reference(fmt, examples, dedup, join_on):
+    values = [value for _, value, _ in examples]
+    for label, value, code in examples:
+        assert problem_of(value, fmt) == code, label
+    judged = judge(table_of(values), fmt, dedup=dedup, join_on=join_on)
+    assert_matches_reference(judged, values, fmt)
+    assert judged.extra["join_on"] == join_on
+
+
+def test_the_examples_cover_every_code():
+    codes = {code for _, _, code in DEFAULT_EXAMPLES + ENDS_EXAMPLES}
+    assert codes - {None} == set(REASONS)
+
+
+def test_seed_example():
+    values = [
+        text([m("user", "Hi!"), m("assistant", "Hello! How can I help?")]),
+        text([m("user", "Hi!"), m("user", "Hello?")]),
+        text([m("system", "Be brief."), m("user", "Capital of France?"), m("assistant", "Paris.")]),
+        text([m("user", "What is 2 + 2?"), m("bot", "4")]),
+    ]
+    judged = judge(table_of(values), ChatFormat(last_role="assistant"))
+    assert (judged.units, judged.passed, judged.failed) == (4, 2, 2)
+    # A tie, broken by the first failing row, as in the seed's note.
+    assert list(judged.reasons.items()) == [("not_alternating", 1), ("unknown_role", 1)]
+    failing = IbisEngine().failing_rows(judged).order_by("id").to_pyarrow()
+    assert failing.column("id").to_pylist() == [1, 3]
+    assert failing.column("pb_reason_").to_pylist() == ["not_alternating", "unknown_role"]
+
+
+# -- duplicates, nulls, dedup modes ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(("dedup", "join_on"), MODES)
+def test_duplicates_are_counted_per_row(dedup, join_on):
+    twice = text([m("user"), m("user")])
+    bot = text([m("user"), m("bot")])
+    values = [twice, OK, bot, twice, OK, twice, None, bot, OK]
+    judged = judge(table_of(values), dedup=dedup, join_on=join_on)
+    assert_matches_reference(judged, values, ChatFormat())
+    assert list(judged.reasons.items()) == [
+        ("not_alternating", 3),
+        ("unknown_role", 2),
+        ("not_messages", 1),
+    ]
+    assert judged.deduplicated is (dedup != "off")
+    assert judged.distinct_values == (3 if dedup != "off" else 8)
+    assert judged.extra["nulls"] == 1
+
+
+@pytest.mark.parametrize("na_pass", [False, True])
+@pytest.mark.parametrize("dedup", ["on", "off"])
+def test_nulls_with_na_pass_both_ways(na_pass, dedup):
+    values = [None, OK, None, "null", "[]", None]
+    fmt = ChatFormat(na_pass=na_pass)
+    judged = judge(table_of(values), fmt, dedup=dedup)
+    assert_matches_reference(judged, values, fmt)
+    expected = (
+        {"not_messages": 4, "no_messages": 1}
+        if not na_pass
+        else {"not_messages": 1, "no_messages": 1}
+    )
+    assert judged.reasons == expected
+    assert judged.extra["nulls"] == 3
+
+
+def test_missing_values_never_reach_python(monkeypatch):
+    seen = []
+    real = ibis_engine.check_array
+
+    def spy(array, fmt):
+        seen.append(array.null_count)
+        return real(array, fmt)
+
+    monkeypatch.setattr(ibis_engine, "check_array", spy)
+    for dedup in ("on", "off"):
+        judge(table_of([None, OK, None, "[]"]), dedup=dedup)
+    assert seen and not any(seen)
+
+
+def test_all_missing():
+    judged = judge(table_of([None, None]), ChatFormat(na_pass=True))
+    assert (judged.units, judged.failed, judged.distinct_values) == (2, 0, 0)
+    assert reasons_by_id(judged) == [None, None]
+
+
+def test_empty_table():
+    judged = judge(table_of([]))
+    assert (judged.units, judged.failed, judged.reasons) == (0, 0, {})
+    assert judged.annotated.count().execute() == 0
+
+
+def _mixed_values(n: int) -> list:
+    pool = [v for _, v, _ in DEFAULT_EXAMPLES]
+    return [
+        pool[(i * 7) % len(pool)] if i % 3 else text([m("user", f"q{i}"), m("assistant")])
+        for i in range(n)
+    ]
+
+
+def test_dedup_modes_give_identical_results():
+    values = _mixed_values(300)
+    table = table_of(values)
+    results = {}
+    for dedup in ("on", "off", "auto"):
+        for join_on in ("hash", "value"):
+            judged = judge(table, dedup=dedup, join_on=join_on, chunk_size=16)
+            results[dedup, join_on] = (
+                judged.units,
+                judged.failed,
+                list(judged.reasons.items()),
+                reasons_by_id(judged),
+            )
+            assert judged.extra["batches"] > 1
+    first = next(iter(results.values()))
+    assert all(result == first for result in results.values())
+    assert first[3] == [first_problem(v) for v in values]
+
+
+def test_auto_deduplicates_repeated_values_only():
+    repeated = table_of([OK, "[]", text([m("user"), m("user")])] * 100)
+    distinct = table_of([text([m("user", f"q{i}"), m("assistant")]) for i in range(300)])
+    on = judge(repeated, chunk_size=16)
+    off = judge(distinct, chunk_size=16)
+    assert on.deduplicated and on.extra["repeats_estimate"] > ibis_engine.AUTO_DEDUP_MIN_REPEATS
+    assert on.distinct_values == 3
+    assert (
+        not off.deduplicated and off.extra["repeats_estimate"] < ibis_engine.AUTO_DEDUP_MIN_REPEATS
+    )
+    assert off.distinct_values == 300
+
+
+def test_auto_estimates_on_a_sample_of_large_tables(monkeypatch):
+    monkeypatch.setattr(ibis_engine, "AUTO_SAMPLE_ROWS", 100)
+    values = _mixed_values(300)
+    judged = judge(table_of(values), chunk_size=16)
+    assert judged.extra["repeats_estimate"] is not None
+    assert reasons_by_id(judged) == [first_problem(v) for v in values]
+
+    def no_sampling(*args, **kwargs):
+        raise NotImplementedError("no TABLESAMPLE here")
+
+    monkeypatch.setattr(ibis.expr.types.Table, "sample", no_sampling)
+    judged = judge(table_of(values), chunk_size=16)
+    assert judged.extra["repeats_estimate"] is not None
+    assert reasons_by_id(judged) == [first_problem(v) for v in values]
+
+
+def test_failing_keys_are_compacted_without_dedup(monkeypatch):
+    monkeypatch.setattr(ibis_engine, "COMPACT_FAILING_ROWS", 5)
+    values = ["[]", text([m("user"), m("user")]), OK] * 40
+    judged = judge(table_of(values), dedup="off", chunk_size=8)
+    assert_matches_reference(judged, values, ChatFormat())
+
+
+def test_batches_are_bounded_by_chunk_size(monkeypatch):
+    sizes = []
+    real = ibis_engine.check_array
+
+    def spy(array, fmt):
+        sizes.append(len(array))
+        return real(array, fmt)
+
+    monkeypatch.setattr(ibis_engine, "check_array", spy)
+    values = _mixed_values(100)
+    judge(table_of(values), dedup="off", chunk_size=16)
+    assert sum(sizes) == sum(v is not None for v in values) and max(sizes) <= 16
+
+
+# -- the reference, on drawn data -----------------------------------------------------------
+
+
+_CON = []
+
+
+def _shared_con():
+    if not _CON:
+        _CON.append(ibis.duckdb.connect())
+    return _CON[0]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases(max_size=10), st.sampled_from(["on", "off"]), st.sampled_from(["hash", "value"]))
+def test_drawn_batches_match_the_reference(case, dedup, join_on):
+    values = [json_text(v, raw) for v, raw in zip(case.values, case.raw)]
+    fmt = ChatFormat(**case.kwargs)
+    judged = judge(table_of(values, con=_shared_con()), fmt, dedup=dedup, join_on=join_on)
+    assert_matches_reference(judged, values, fmt)
+
+
+# -- keys: a collision must never mislabel a row --------------------------------------------
+
+
+def test_key_collisions_never_mislabel(monkeypatch):
+    # Only the length is left in the key: every value below has the same key.
+    monkeypatch.setattr(
+        ibis_engine, "_keys", lambda v: ((v.length() * 0).cast("int64"), v.length().cast("int64"))
+    )
+    values = [
+        '[{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]',  # passes
+        '[{"role": "user", "content": "a"}, {"role": "user",      "content": "b"}]',  # not_alternating
+        '[{"role": "user", "content": "a"}, {"role": "bot",       "content": "b"}]',  # unknown_role
+        '[{"role": "user", "content": "a"}, {"role": "assistant", "content": "" }]',  # empty_content
+    ]
+    assert len({len(v) for v in values}) == 1
+    for dedup in ("on", "off"):
+        judged = judge(table_of(values * 2), dedup=dedup, join_on="hash")
+        assert_matches_reference(judged, values * 2, ChatFormat())
+        assert judged.extra["key_collisions"] == 2
+
+
+def test_a_real_duckdb_hash_collision():
+    # DuckDB's hash() gives these two (same length) the same value on DuckDB 1.5.
+    pair = [text([m("user", f"q{i}"), m("assistant", f"a{i}")]) for i in (3, 7)]
+    table = table_of([pair[0], pair[1], pair[0], OK])
+    keys = table.select(h=table.chat.hash(), n=table.chat.length()).to_pyarrow().to_pylist()
+    if keys[0] != keys[1]:
+        pytest.skip("this DuckDB's hash() doesn't collide on the pair")
+    fmt = ChatFormat(last_role="user")
+    for dedup in ("on", "off"):
+        judged = judge(table, fmt, dedup=dedup, join_on="hash")
+        assert reasons_by_id(judged) == ["last_role", "last_role", "last_role", "last_role"]
+        assert judged.extra["key_collisions"] == 1
+
+
+def test_passing_value_sharing_a_failing_key_passes(monkeypatch):
+    monkeypatch.setattr(
+        ibis_engine, "_keys", lambda v: ((v.length() * 0).cast("int64"), v.length().cast("int64"))
+    )
+    values = ['[{"role": "user", "content": "b"}]', '[{"role": "bot",  "content": "b"}]']
+    assert len(values[0]) == len(values[1])
+    judged = judge(table_of(values), join_on="hash")
+    assert reasons_by_id(judged) == [None, "unknown_role"]
+    assert judged.extra["key_collisions"] == 0
+
+
+# -- column types ---------------------------------------------------------------------------
+
+
+def _native_table(values):
+    con = ibis.duckdb.connect()
+    messages = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
+    name = f"n_{uuid.uuid4().hex[:8]}"
+    con.con.register(
+        name,
+        pa.table(
+            {"id": pa.array(range(len(values)), pa.int64()), "chat": pa.array(values, messages)}
+        ),
+    )
+    return con.table(name)
+
+
+NATIVE = [
+    [m("user", "Hi"), m("assistant", "Hello")],
+    [],
+    None,
+    [m("user", None), m("assistant")],
+    [m("user"), m("bot")],
+    [m(None), m("assistant")],
+    [m("user"), m("user")],
+    [m("user", "Hi"), m("assistant", "Hello")],
+    [m("system"), m("user", " "), m("assistant")],
+]
+
+
+@pytest.mark.parametrize("dedup", ["on", "off"])
+def test_native_list_of_struct_on_duckdb(dedup):
+    table = _native_table(NATIVE)
+    assert table.schema()["chat"].is_array()
+    judged = judge(table, dedup=dedup)
+    assert_matches_reference(judged, NATIVE, ChatFormat())
+    assert judged.extra["join_on"] == "value"
+
+
+def test_native_column_on_a_backend_that_cant_hand_it_over(monkeypatch):
+    monkeypatch.setattr(ibis_engine, "NATIVE_BACKENDS", frozenset())
+    with pytest.raises(
+        TypeError, match=r"column 'chat' is array<struct<role: string, content: string>>"
+    ):
+        judge(_native_table(NATIVE))
+
+
+def test_a_column_that_cant_hold_conversations():
+    table = table_of([OK], n=pa.array([1], pa.int64()))
+    with pytest.raises(TypeError, match=r"column 'n' is int64.*JSON text"):
+        IbisEngine().judge(table, "n", ChatFormat())
+
+
+def test_json_typed_column():
+    con = ibis.duckdb.connect()
+    con.con.execute(
+        f"CREATE TABLE j AS SELECT * FROM (VALUES (0, '[]'::JSON), (1, NULL::JSON), (2, '{OK}'::JSON)) t(id, chat)"
+    )
+    table = con.table("j")
+    assert table.schema()["chat"].is_json()
+    judged = judge(table)
+    assert reasons_by_id(judged) == ["no_messages", "not_messages", None]
+    assert judged.extra["join_on"] == "hash"
+
+
+def test_binary_column_joins_on_the_value():
+    values = [OK.encode(), b"[]", b"\xff\xfe", None]
+    con = ibis.duckdb.connect()
+    con.con.register("b", pa.table({"id": [0, 1, 2, 3], "chat": pa.array(values, pa.binary())}))
+    judged = judge(con.table("b"))
+    assert reasons_by_id(judged) == [None, "no_messages", "not_messages", "not_messages"]
+    assert judged.extra["join_on"] == "value"
+    with pytest.raises(ValueError, match="join_on='hash'"):
+        judge(con.table("b"), join_on="hash")
+
+
+def test_pandas_memtable_and_extra_columns_carried_untouched():
+    frame = pd.DataFrame(
+        {
+            "id": [0, 1, 2],
+            "chat": [OK, "[]", None],
+            "score": [0.5, 1.5, None],
+            "tag": ["a", "b", "c"],
+        }
+    )
+    judged = judge(ibis.memtable(frame))
+    rows = judged.annotated.order_by("id").to_pyarrow()
+    assert rows.column_names == ["id", "chat", "score", "tag", "pb_reason_"]
+    assert rows.column("tag").to_pylist() == ["a", "b", "c"]
+    assert rows.column("pb_reason_").to_pylist() == [None, "no_messages", "not_messages"]
+
+
+# -- arguments ------------------------------------------------------------------------------
+
+
+def test_bad_arguments():
+    table = table_of([OK])
+    engine = IbisEngine()
+    with pytest.raises(KeyError, match="'nope'"):
+        engine.judge(table, "nope", ChatFormat())
+    with pytest.raises(ValueError, match="dedup="):
+        engine.judge(table, "chat", ChatFormat(), dedup="maybe")
+    with pytest.raises(ValueError, match="already has a column 'id'"):
+        engine.judge(table, "chat", ChatFormat(), reason_column="id")
+    with pytest.raises(TypeError, match="ChatFormat"):
+        engine.judge(table, "chat", {"roles": ["user"]})
+    with pytest.raises(TypeError, match="Ibis tables"):
+        engine.judge(pd.DataFrame({"chat": [OK]}), "chat", ChatFormat())
+    with pytest.raises(ValueError, match="chunk_size"):
+        IbisEngine(chunk_size=0)
+    with pytest.raises(ValueError, match="join_on"):
+        IbisEngine(join_on="sha")
+
+
+def test_custom_reason_column():
+    judged = IbisEngine().judge(table_of(["[]"]), "chat", ChatFormat(), reason_column="why")
+    assert judged.reason_column == "why"
+    assert judged.annotated.to_pyarrow().column("why").to_pylist() == ["no_messages"]
+
+
+# -- the rest of the Engine interface -------------------------------------------------------
+
+
+def test_engine_interface():
+    engine = IbisEngine()
+    table = table_of([OK, "[]", None, OK], seg=pa.array(["b", None, "a", "b"]))
+    assert engine.accepts(table) and not engine.accepts(pd.DataFrame())
+    assert engine.columns(table) == ["id", "chat", "seg"]
+    assert engine.row_count(table) == 4
+    assert engine.segment_values(table, "seg") == ["a", "b", None]
+    assert engine.row_count(engine.filter_equal(table, "seg", "b")) == 2
+    assert engine.filter_equal(table, "seg", None).to_pyarrow().column("id").to_pylist() == [1]
+
+    judged = engine.judge(table, "chat", ChatFormat())
+    failing = engine.failing_rows(judged).order_by("id").to_pyarrow()
+    assert failing.column("id").to_pylist() == [1, 2]
+    passing = engine.passing_rows(judged).order_by("id").to_pyarrow()
+    assert passing.column_names == ["id", "chat", "seg"] and passing.column("id").to_pylist() == [
+        0,
+        3,
+    ]
+    assert engine.row_count(engine.extract(judged)) == 2
+
+    preview = engine.preview(table, 2)
+    assert isinstance(preview, pa.Table) and preview.num_rows == 2
+    assert engine.columns(engine.drop_columns(table, ["seg"])) == ["id", "chat"]
+    both = engine.concat([engine.failing_rows(judged), engine.failing_rows(judged)])
+    assert engine.row_count(both) == 4
+
+    passed = engine.sunder(table, [("chat", ChatFormat(), "auto")], "pass")
+    assert sorted(passed.to_pyarrow().column("id").to_pylist()) == [0, 3]
+    failed = engine.sunder(table, [("chat", ChatFormat(), "auto")], "fail")
+    assert engine.columns(failed) == ["id", "chat", "seg"] and engine.row_count(failed) == 2
+
+
+def test_annotated_is_lazy_and_reusable():
+    judged = judge(table_of([OK, "[]"] * 3))
+    assert isinstance(judged.annotated, ibis.Table)
+    first = reasons_by_id(judged)
+    assert reasons_by_id(judged) == first == [None, "no_messages"] * 3
+
+
+# -- progress -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("setting", "shown"), [("1", True), ("0", False), (None, False)])
+def test_progress_bar(setting, shown, monkeypatch, capsys):
+    if setting is None:
+        monkeypatch.delenv("CHATGATE_PROGRESS", raising=False)
+    else:
+        monkeypatch.setenv("CHATGATE_PROGRESS", setting)
+    table = table_of(_mixed_values(200))
+    IbisEngine(chunk_size=10).judge(table, "chat", ChatFormat(), dedup="off")  # 20 batches
+    assert ("checking chat" in capsys.readouterr().err) is shown
+
+
+def test_no_progress_bar_for_few_batches(monkeypatch, capsys):
+    monkeypatch.setenv("CHATGATE_PROGRESS", "1")
+    IbisEngine(chunk_size=10).judge(table_of(_mixed_values(50)), "chat", ChatFormat(), dedup="off")
+    assert "checking chat" not in capsys.readouterr().err
+
+
+# -- Delta and Parquet ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def chats() -> pa.Table:
+    values = _mixed_values(60)
+    return pa.table({"id": pa.array(range(60), pa.int64()), "chat": pa.array(values, pa.string())})
+
+
+def test_delta_table(tmp_path, chats):
+    path = tmp_path / "chats"
+    deltalake.write_deltalake(path, chats.slice(0, 40))
+    deltalake.write_deltalake(path, chats.slice(40), mode="append")
+    assert is_delta(path) and delta_version(path) == 1
+
+    con = ibis.duckdb.connect()
+    table = open_table(str(path), con)
+    assert IbisEngine().row_count(table) == 60
+    # A Delta table has no row order: ties go by the order deltalake lists the files in.
+    scan_order = table.select("id").to_pyarrow().column("id").to_pylist()
+    assert sorted(scan_order) == list(range(60))
+    for dedup in ("on", "off"):
+        judged = judge(table, dedup=dedup)
+        assert_matches_reference(judged, chats.column("chat").to_pylist(), ChatFormat(), scan_order)
+
+    older = open_table(path, con, version=0)
+    assert IbisEngine().row_count(older) == 40
+    # Filters reach the scan: the table is a deltalake dataset, not a copy.
+    assert open_table(path, con).filter(ibis._.id >= 55).count().execute() == 5
+
+
+def test_parquet_file_and_directory(tmp_path, chats):
+    pq.write_table(chats, tmp_path / "one.parquet")
+    folder = tmp_path / "many" / "part=1"
+    folder.mkdir(parents=True)
+    pq.write_table(chats.slice(0, 30), folder / "a.parquet")
+    pq.write_table(chats.slice(30), tmp_path / "many" / "b.parquet")
+    con = ibis.duckdb.connect()
+    for source in (tmp_path / "one.parquet", tmp_path / "many"):
+        table = open_table(str(source), con)
+        assert delta_version(source) is None
+        scan_order = table.select("id").to_pyarrow().column("id").to_pylist()
+        judged = judge(table)
+        assert_matches_reference(judged, chats.column("chat").to_pylist(), ChatFormat(), scan_order)
+
+
+def test_sources_that_arent_tables(tmp_path):
+    missing = tmp_path / "nowhere"
+    with pytest.raises(FileNotFoundError, match="nowhere"):
+        open_table(str(missing))
+    assert delta_version(missing) is None
+    (tmp_path / "notes.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(ValueError, match=r"notes\.csv.*neither a Delta table nor a Parquet file"):
+        open_table(str(tmp_path / "notes.csv"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match=r"empty.*_delta_log"):
+        open_table(str(tmp_path / "empty"))
+    pq.write_table(pa.table({"a": [1]}), tmp_path / "x.parquet")
+    with pytest.raises(ValueError, match="version=1 needs a Delta table"):
+        open_table(str(tmp_path / "x.parquet"), version=1)
+
+
+def test_bad_delta_version(tmp_path, chats):
+    deltalake.write_deltalake(tmp_path / "d", chats)
+    with pytest.raises(ValueError, match="can't open the Delta table"):
+        open_table(tmp_path / "d", ibis.duckdb.connect(), version=7)
+
+
+def test_record_batches_streams_any_table(tmp_path, chats):
+    deltalake.write_deltalake(tmp_path / "d", chats)
+    for table in (open_table(tmp_path / "d", ibis.duckdb.connect()), ibis.memtable(chats)):
+        reader = record_batches(table.filter(table.id < 50), chunk_size=16)
+        sizes = [len(batch) for batch in reader]
+        assert sum(sizes) == 50 and max(sizes) <= 16
+
+
+def test_default_connection_is_shared(tmp_path, chats):
+    assert default_connection() is default_connection()
+    deltalake.write_deltalake(tmp_path / "d", chats)
+    table = open_table(tmp_path / "d")
+    assert table.get_backend() is default_connection()
+
+
+# -- bounded memory -------------------------------------------------------------------------
+
+
+def test_memory_stays_bounded_on_a_table_larger_than_a_batch(tmp_path, monkeypatch):
+    rows = 120_000  # 12 batches
+    filler = "lorem ipsum " * 136  # about 1.7 KB per conversation: 200 MB of JSON text
+    values = [
+        f'[{{"role": "user", "content": "q{i} {filler}"}}, '
+        f'{{"role": "{"user" if i % 50 == 0 else "assistant"}", "content": "a{i}"}}]'
+        for i in range(rows)
+    ]
+    chats = pa.table(
+        {"id": pa.array(range(rows), pa.int64()), "chat": pa.array(values, pa.string())}
+    )
+    text_bytes = chats.column("chat").nbytes
+    del values
+    deltalake.write_deltalake(tmp_path / "big", chats)
+    del chats
+
+    sizes = []
+    real = ibis_engine.check_array
+
+    def spy(array, fmt):
+        sizes.append(len(array))
+        return real(array, fmt)
+
+    monkeypatch.setattr(ibis_engine, "check_array", spy)
+    engine = IbisEngine(progress=False)
+    table = open_table(tmp_path / "big", ibis.duckdb.connect())
+    assert engine.row_count(table) == rows  # imports and first-query setup happen before measuring
+
+    tracemalloc.start()
+    try:
+        judged = engine.judge(table, "chat", ChatFormat(), dedup="auto")
+        quarantined = engine.row_count(engine.failing_rows(judged))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert (judged.units, judged.failed, quarantined) == (rows, rows // 50, rows // 50)
+    assert judged.reasons == {"not_alternating": rows // 50}
+    assert text_bytes > 190 * 2**20
+    assert peak < text_bytes / 40, (
+        f"peak {peak / 2**20:.1f} MB for {text_bytes / 2**20:.0f} MB of text"
+    )
+    assert len(sizes) >= rows // ibis_engine.CHUNK_SIZE and max(sizes) <= ibis_engine.CHUNK_SIZE
