@@ -11,7 +11,7 @@ from chatgate.cli import add_run_arguments, run_from_args
 if __name__ == "__main__":
     import argparse
 
-    parser = add_run_arguments(argparse.ArgumentParser(prog="validate_chat.py"))
+    parser = add_run_arguments(argparse.ArgumentParser(prog="validate_chat.py", allow_abbrev=False))
     args = parser.parse_args()
     args.engine = "spark"
     sys.exit(run_from_args(args))

@@ -17,11 +17,17 @@ EXIT_FAILURE = 1  # the job itself failed: unreadable source, write error, ...
 
 def build_parser(prog: str = "chatgate") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=prog, description="Find malformed chat conversations in a table and set them aside."
+        prog=prog,
+        description="Find malformed chat conversations in a table and set them aside.",
+        allow_abbrev=False,
     )
     parser.add_argument("--version", action="version", version=f"chatgate {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    add_run_arguments(commands.add_parser("run", help="check a table and write quarantine, summary, valid"))
+    add_run_arguments(
+        commands.add_parser(
+            "run", help="check a table and write quarantine, summary, valid", allow_abbrev=False
+        )
+    )
     return parser
 
 
