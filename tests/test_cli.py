@@ -44,6 +44,7 @@ def test_run_prints_a_one_screen_summary(lake, capsys):
     assert "status: 0 (no step reached its error level)" in out
     failed = DeltaTable(str(lake / "q")).to_pyarrow_table().num_rows
     assert f"({failed:,} rows of this run)" in out
+    assert "(1 row of this run)" in out
     assert len(out.splitlines()) < 25
 
 

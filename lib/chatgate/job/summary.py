@@ -40,13 +40,17 @@ def format_summary(result: RunResult) -> str:
     lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
     lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
     lines.append("")
-    lines.append(f"quarantine: {c.outputs.quarantine} ({result.quarantined:,} rows of this run)")
-    lines.append(f"summary:    {c.outputs.summary} ({len(result.steps)} rows of this run)")
+    lines.append(f"quarantine: {c.outputs.quarantine} ({_rows(result.quarantined)} of this run)")
+    lines.append(f"summary:    {c.outputs.summary} ({_rows(len(result.steps))} of this run)")
     if c.outputs.valid:
-        lines.append(f"valid:      {c.outputs.valid} ({result.valid:,} rows)")
+        lines.append(f"valid:      {c.outputs.valid} ({_rows(result.valid)})")
     status = result.exit_status
     lines.append(f"status: {status} ({STATUS_TEXT[status]})")
     return "\n".join(lines)
+
+
+def _rows(n: int) -> str:
+    return f"{n:,} row" if n == 1 else f"{n:,} rows"
 
 
 def _top(reasons: dict[str, int]) -> str:
