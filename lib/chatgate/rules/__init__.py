@@ -1,18 +1,50 @@
-"""Pure rules: what a well-formed conversation is. No engine imports here."""
+"""Pure rules: what a well-formed conversation (and dataset row) is. No engine imports here."""
 
 from .batch import check_array, check_batch, check_values
-from .codes import REASONS, phrase
+from .checks import ChatCheck, LabelCheck, RowCheck, first_codes, label_problem
+from .codes import ALL_REASONS, EXTENDED_REASONS, REASONS, first_reason, phrase, reason_rank
+from .datasets import (
+    DATASET_TYPES,
+    FORMATS,
+    DatasetCheck,
+    dataset_checks,
+    detect_dataset_type,
+    first_row_problem,
+    format_counts,
+    majority_format,
+    value_format,
+)
 from .reference import first_problem, problem_of
-from .spec import DEFAULT_ROLES, ChatFormat
+from .spec import DEFAULT_ROLES, SHAREGPT_ROLES, ChatFormat, sample_profile
 
 __all__ = [
+    "ALL_REASONS",
+    "DATASET_TYPES",
     "DEFAULT_ROLES",
+    "EXTENDED_REASONS",
+    "FORMATS",
     "REASONS",
+    "SHAREGPT_ROLES",
+    "ChatCheck",
     "ChatFormat",
+    "DatasetCheck",
+    "LabelCheck",
+    "RowCheck",
     "check_array",
     "check_batch",
     "check_values",
+    "dataset_checks",
+    "detect_dataset_type",
+    "first_codes",
     "first_problem",
+    "first_reason",
+    "first_row_problem",
+    "format_counts",
+    "label_problem",
+    "majority_format",
     "phrase",
     "problem_of",
+    "reason_rank",
+    "sample_profile",
+    "value_format",
 ]

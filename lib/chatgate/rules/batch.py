@@ -44,11 +44,20 @@ def check_batch(
     role_key: str = "role",
     content_key: str = "content",
     na_pass: bool = False,
+    tools: bool = False,
+    harmony: bool = False,
+    thinking_key: str | None = None,
+    sharegpt: bool = False,
+    text_key: str = "text",
+    image_token: str | None = None,
+    profile: str | None = None,
 ) -> pa.StringArray:
     """The first problem code of each conversation in `array`, null where it passes.
 
     `array` holds JSON text (string, large_string, binary) or native values
     (list<struct>, struct with "messages", ...). It never raises on a value.
+    The keyword arguments are the fields of `ChatFormat`; with only the core ones
+    in use, JSON text takes the fast typed decoder, else the reference path.
 
     >>> import pyarrow as pa
     >>> check_batch(pa.array(['[{"role": "user", "content": "Hi"}]', "[]", None])).to_pylist()
@@ -63,6 +72,13 @@ def check_batch(
         role_key=role_key,
         content_key=content_key,
         na_pass=na_pass,
+        tools=tools,
+        harmony=harmony,
+        thinking_key=thinking_key,
+        sharegpt=sharegpt,
+        text_key=text_key,
+        image_token=image_token,
+        profile=profile,
     )
     return check_array(array, fmt)
 
@@ -130,7 +146,8 @@ def _check_json(array: pa.Array, fmt: ChatFormat) -> list[str | None]:
     data = memoryview(data_buf) if data_buf is not None else memoryview(b"")
     valid = array.is_valid().to_numpy(zero_copy_only=False).tolist() if array.null_count else None
     missing = None if fmt.na_pass else "not_messages"
-    decode = _typed_decoder(fmt.role_key, fmt.content_key)
+    # The options of issue #6 read more of each message: they take the reference path.
+    decode = _typed_decoder(fmt.role_key, fmt.content_key) if fmt.is_core else None
     utf8 = _utf8_checker(array)
     codes: list[str | None] = [None] * n
     for i in range(n):

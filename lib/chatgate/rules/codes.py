@@ -1,7 +1,42 @@
-"""The problem codes of the chat-format check, in the order they are checked.
+"""The problem codes of the checks, in the order they are checked.
 
-The order is the contract: the reported code of a conversation is the first one
-in this order that applies anywhere in it.
+The order is the contract: the reported code of a conversation (or of a row of a
+dataset type) is the first one in `ALL_REASONS` that applies anywhere in it.
+
+`REASONS` are the nine codes of the core check, in the seed's order. The options
+of issue #6 (tool calling, Harmony, ShareGPT, the sample profile, vision) and the
+dataset types add `EXTENDED_REASONS`. `ALL_REASONS` interleaves both into one
+order, most fundamental problem first; the nine core codes keep their relative
+order, and none of the new codes is produced while the new options are off.
+
+| code | raised by | meaning |
+|---|---|---|
+| not_messages | core | the value isn't a list of messages |
+| mixed_format | dataset types | a row mixes conversational and standard values, or a value isn't of the format the check expects |
+| not_text | dataset types | a standard-format field isn't a string (or is missing) |
+| not_label | unpaired preference | `label` isn't true or false |
+| no_messages | core | the list is empty |
+| empty_text | dataset types | a standard-format string is empty or only whitespace |
+| bad_message | core | a message isn't a mapping with a string role |
+| bad_tool_call | tools=True | `tool_calls` isn't a list of `{"type": "function", "function": {"name", "arguments"}}` on an assistant message |
+| bad_thinking | harmony=True / thinking_key= | a thinking value on a message that isn't the assistant's, or one that isn't a string |
+| bad_tools | tools column | the row's `tools` isn't a list of function schemas |
+| tool_turn | profile="sample" | a tool or function turn, or an assistant message with tool calls |
+| unknown_role | core | a role not in `roles=` |
+| system_position | core | a system message that isn't first |
+| developer_position | harmony=True | a developer message that isn't at the start (after an optional system message), or a second one |
+| missing_turn | profile="sample" | no user turn or no assistant turn |
+| first_role | core | the first turn has the wrong role |
+| prompt_end | dataset types | a conversational prompt doesn't end with a user turn (or a tool turn when tools=True) |
+| completion_role | dataset types | a completion, chosen or rejected value holds a turn that isn't the assistant's (or a tool's when tools=True) |
+| orphan_tool | tools=True | a tool message that answers no earlier tool call |
+| not_alternating | core | two consecutive turns share a role |
+| last_role | core | the last message has the wrong role |
+| unknown_tool | tools column | a called function isn't declared in the row's `tools` |
+| empty_content | core | a message has no content |
+| image_count | images column | the image parts don't match the length of the row's `images` |
+| same_pair | preference types | chosen and rejected are identical |
+| implicit_prompt | implicit preference | chosen and rejected share no prompt, or one doesn't continue after it |
 """
 
 from __future__ import annotations
@@ -17,6 +52,57 @@ REASONS: tuple[str, ...] = (
     "last_role",
     "empty_content",
 )
+
+EXTENDED_REASONS: tuple[str, ...] = (
+    "mixed_format",
+    "not_text",
+    "not_label",
+    "empty_text",
+    "bad_tool_call",
+    "bad_thinking",
+    "bad_tools",
+    "tool_turn",
+    "developer_position",
+    "missing_turn",
+    "prompt_end",
+    "completion_role",
+    "orphan_tool",
+    "unknown_tool",
+    "image_count",
+    "same_pair",
+    "implicit_prompt",
+)
+
+ALL_REASONS: tuple[str, ...] = (
+    "not_messages",
+    "mixed_format",
+    "not_text",
+    "not_label",
+    "no_messages",
+    "empty_text",
+    "bad_message",
+    "bad_tool_call",
+    "bad_thinking",
+    "bad_tools",
+    "tool_turn",
+    "unknown_role",
+    "system_position",
+    "developer_position",
+    "missing_turn",
+    "first_role",
+    "prompt_end",
+    "completion_role",
+    "orphan_tool",
+    "not_alternating",
+    "last_role",
+    "unknown_tool",
+    "empty_content",
+    "image_count",
+    "same_pair",
+    "implicit_prompt",
+)
+
+_RANK = {code: i for i, code in enumerate(ALL_REASONS)}
 
 # What a failing row "has", as (one row, several rows), for the step notes.
 PHRASES: dict[str, tuple[str, str]] = {
@@ -38,6 +124,59 @@ PHRASES: dict[str, tuple[str, str]] = {
         "has a message with no content",
         "have a message with no content",
     ),
+    "mixed_format": (
+        "mixes conversational and standard values",
+        "mix conversational and standard values",
+    ),
+    "not_text": ("has a field that isn't text", "have a field that isn't text"),
+    "not_label": ("has a label that isn't true or false", "have a label that isn't true or false"),
+    "empty_text": ("has an empty text field", "have an empty text field"),
+    "bad_tool_call": ("has a malformed tool call", "have a malformed tool call"),
+    "bad_thinking": (
+        "has thinking that isn't the assistant's text",
+        "have thinking that isn't the assistant's text",
+    ),
+    "bad_tools": (
+        "has a tools list that isn't a list of function schemas",
+        "have a tools list that isn't a list of function schemas",
+    ),
+    "tool_turn": ("has a tool turn", "have a tool turn"),
+    "developer_position": (
+        "has a developer message that isn't at the start",
+        "have a developer message that isn't at the start",
+    ),
+    "missing_turn": (
+        "lacks a user turn or an assistant turn",
+        "lack a user turn or an assistant turn",
+    ),
+    "prompt_end": (
+        "has a prompt that doesn't end with a user turn",
+        "have a prompt that doesn't end with a user turn",
+    ),
+    "completion_role": (
+        "has a completion with a turn that isn't the assistant's",
+        "have a completion with a turn that isn't the assistant's",
+    ),
+    "orphan_tool": (
+        "has a tool message that answers no tool call",
+        "have a tool message that answers no tool call",
+    ),
+    "unknown_tool": (
+        "calls a function its tools don't declare",
+        "call a function their tools don't declare",
+    ),
+    "image_count": (
+        "has image parts that don't match its images",
+        "have image parts that don't match their images",
+    ),
+    "same_pair": (
+        "has identical chosen and rejected",
+        "have identical chosen and rejected",
+    ),
+    "implicit_prompt": (
+        "has chosen and rejected that don't share a prompt",
+        "have chosen and rejected that don't share a prompt",
+    ),
 }
 
 
@@ -45,3 +184,24 @@ def phrase(reason: str, count: int) -> str:
     """'1 has roles that don't alternate (`not_alternating`)' and the like."""
     one, many = PHRASES.get(reason, ("fails", "fail"))
     return f"{count} {one if count == 1 else many} (`{reason}`)"
+
+
+def reason_rank(reason: str) -> int:
+    """The place of a code in `ALL_REASONS` (unknown codes last).
+
+    >>> reason_rank("not_messages") < reason_rank("prompt_end") < reason_rank("empty_content")
+    True
+    """
+    return _RANK.get(reason, len(ALL_REASONS))
+
+
+def first_reason(codes) -> str | None:
+    """The first code, in `ALL_REASONS` order, of `codes` (None entries ignored).
+
+    >>> first_reason([None, "empty_content", "not_alternating"])
+    'not_alternating'
+    >>> first_reason([None]) is None
+    True
+    """
+    found = [code for code in codes if code is not None]
+    return min(found, key=reason_rank) if found else None

@@ -5,10 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from .judge import judge
+from .messages import messages_in, read_messages
 from .spec import DEFAULT_ROLES, ChatFormat
-from .values import NOT_JSON, is_blank, is_missing, message_list, parse_json, roles_and_contents
-
-_TEXT = (str, bytes, bytearray, memoryview)
+from .values import (
+    NOT_JSON,
+    blank_checker,
+    decode,
+    is_blank,
+    is_missing,
+    message_list,
+    roles_and_contents,
+)
 
 
 def first_problem(
@@ -22,12 +29,23 @@ def first_problem(
     role_key: str = "role",
     content_key: str = "content",
     na_pass: bool = False,
+    tools: bool = False,
+    harmony: bool = False,
+    thinking_key: str | None = None,
+    sharegpt: bool = False,
+    text_key: str = "text",
+    image_token: str | None = None,
+    profile: str | None = None,
 ) -> str | None:
     """The first problem code of one conversation, or None when it is well formed.
+
+    The keyword arguments are the fields of `ChatFormat`.
 
     >>> first_problem('[{"role": "user", "content": "Hi"}, {"role": "user", "content": "?"}]')
     'not_alternating'
     >>> first_problem([{"role": "user", "content": "Hi"}], last_role="user") is None
+    True
+    >>> first_problem([{"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Yo"}], sharegpt=True) is None
     True
     """
     fmt = ChatFormat(
@@ -39,22 +57,47 @@ def first_problem(
         role_key=role_key,
         content_key=content_key,
         na_pass=na_pass,
+        tools=tools,
+        harmony=harmony,
+        thinking_key=thinking_key,
+        sharegpt=sharegpt,
+        text_key=text_key,
+        image_token=image_token,
+        profile=profile,
     )
     return problem_of(value, fmt)
 
 
-def problem_of(value: Any, fmt: ChatFormat) -> str | None:
-    """`first_problem` with its parameters already checked."""
+def problem_of(
+    value: Any, fmt: ChatFormat, *, declared: Any = None, images: Any = None
+) -> str | None:
+    """`first_problem` with its parameters already checked.
+
+    `declared` (the function names of the row's tools, see `tools.declared_names`)
+    and `images` (the number of the row's images, see `messages.image_total`) come
+    from other columns of the row; None when there is no such column.
+    """
     if is_missing(value):
         return None if fmt.na_pass else "not_messages"
-    if isinstance(value, _TEXT):
-        if isinstance(value, str) and type(value) is not str:
-            value = str(value)  # NumPy's str_ and other subclasses: msgspec reads exact str only
-        value = parse_json(value)
-        if value is NOT_JSON:
+    value = decode(value)
+    if value is NOT_JSON:
+        return "not_messages"
+    if fmt.is_core and declared is None and images is None:
+        messages = message_list(value)
+        if messages is None:
             return "not_messages"
-    messages = message_list(value)
+        roles, contents = roles_and_contents(messages, fmt.role_key, fmt.content_key)
+        return judge(roles, contents, fmt, is_blank)
+    messages = messages_in(value, fmt)
     if messages is None:
         return "not_messages"
-    roles, contents = roles_and_contents(messages, fmt.role_key, fmt.content_key)
-    return judge(roles, contents, fmt, is_blank)
+    read = read_messages(messages, fmt, extras=True)
+    return judge(
+        read.roles,
+        read.contents,
+        fmt,
+        blank_checker(fmt.text_key),
+        read.extras,
+        declared=declared,
+        images=images,
+    )

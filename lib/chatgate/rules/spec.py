@@ -3,17 +3,89 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 DEFAULT_ROLES: tuple[str, ...] = ("system", "user", "assistant")
+
+TOOL_ROLE = "tool"
+"""The role of a message that answers a tool call (tools=True adds it to `roles`)."""
+
+DEVELOPER_ROLE = "developer"
+"""Harmony's instruction role (harmony=True adds it to `roles`)."""
+
+HARMONY_THINKING_KEY = "thinking"
+"""The key of an assistant message's reasoning in Harmony (its `analysis` channel)."""
+
+SHAREGPT_ROLES: dict[str, str] = {
+    "system": "system",
+    "human": "user",
+    "user": "user",
+    "gpt": "assistant",
+    "assistant": "assistant",
+    "function_call": "assistant",
+    "observation": "tool",
+    "tool": "tool",
+}
+"""ShareGPT's `from` tags and the role each one is read as (sharegpt=True).
+
+`function_call` is an assistant turn whose `value` holds the call as JSON text
+(`{"name": ..., "arguments": ...}`, or a list of them); with tools=True it is read
+as an assistant message with those `tool_calls` and no content. `observation` is
+the tool's answer. A tag not listed here is kept as it is (and is then checked
+against `roles=` like any role).
+"""
+
+SAMPLE_ROLES: tuple[str, ...] = ("system", "user", "assistant")
+"""The only roles of the sample profile (seed 001)."""
+
+TOOL_ROLES: frozenset[str] = frozenset(
+    {"tool", "function", "ipython", "observation", "function_call"}
+)
+"""Roles (and ShareGPT tags) of tool and function turns, refused by the sample profile."""
+
+PROFILES: tuple[str, ...] = ("sample",)
 
 
 @dataclass(frozen=True)
 class ChatFormat:
     """What a well-formed conversation is (the keyword arguments of the check).
 
+    The first eight fields are the core check. The others switch on the rules of
+    issue #6; at their defaults the check is exactly the core one.
+
+    - `tools`: tool calling. The `tool` role is added to `roles`; an assistant
+      message's `tool_calls` must be a list of `{"type": "function", "function":
+      {"name": str, "arguments": object or JSON text of an object}}` (a missing
+      `type` is taken as "function"); an assistant message with tool calls may
+      have empty or null content; a tool message answers a call of the assistant
+      message before it (several tool messages in a row answer parallel calls; a
+      `tool_call_id` or `name` on it must match one of those calls); tool turns
+      don't break alternation (`assistant, tool, assistant` is one assistant turn).
+    - `harmony`: the `developer` role is added to `roles`; a developer message may
+      only come at the start (after an optional system message), once; the
+      `thinking` key (see `thinking_key`) is checked.
+    - `thinking_key`: a key holding the assistant's reasoning (`"thinking"` for
+      Harmony, `"reasoning_content"` for Qwen-style data). When set (or with
+      harmony=True), a non-null value under it must be a string on an assistant
+      message.
+    - `sharegpt`: messages are read with `from`/`value` keys (unless other keys
+      are given) and their tags mapped by `SHAREGPT_ROLES` before any rule; a
+      single message object stands for a one-message list (LLaMA-Factory's
+      chosen/rejected); `{"conversations": [...]}` is read like `{"messages": [...]}`.
+    - `text_key`: the key of a text part's text in list contents (`"text"` in the
+      transformers format, `"value"` in LLaMA-Factory's v1 format).
+    - `image_token`: a placeholder such as `"<image>"` counted as one image in text
+      contents, when the row's images are counted (LLaMA-Factory's format).
+    - `profile`: `"sample"` adds the sample type's rules (seed 001): roles system,
+      user and assistant only; at least one user and one assistant turn; tool and
+      function turns refused (`tool_turn`). See `sample_profile()`.
+
     >>> ChatFormat(last_role="assistant").roles
     ('system', 'user', 'assistant')
+    >>> ChatFormat(tools=True).roles
+    ('system', 'user', 'assistant', 'tool')
+    >>> ChatFormat(sharegpt=True).role_key
+    'from'
     """
 
     roles: tuple[str, ...] = DEFAULT_ROLES
@@ -24,15 +96,38 @@ class ChatFormat:
     role_key: str = "role"
     content_key: str = "content"
     na_pass: bool = False
+    tools: bool = False
+    harmony: bool = False
+    thinking_key: str | None = None
+    sharegpt: bool = False
+    text_key: str = "text"
+    image_token: str | None = None
+    profile: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "roles", _role_tuple(self.roles))
-        for key in ("role_key", "content_key"):
+        for key in ("role_key", "content_key", "text_key"):
             if not isinstance(getattr(self, key), str):
                 raise TypeError(f"{key}= must be a string, not {type(getattr(self, key)).__name__}")
-        for key in ("alternate", "allow_empty", "na_pass"):
+        for key in ("alternate", "allow_empty", "na_pass", "tools", "harmony", "sharegpt"):
             if not isinstance(getattr(self, key), bool):
                 raise TypeError(f"{key}= must be True or False, not {getattr(self, key)!r}")
+        for key in ("thinking_key", "image_token"):
+            value = getattr(self, key)
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"{key}= must be a string or None, not {value!r}")
+            if value == "":
+                raise ValueError(f"{key}= is empty: give a key or None")
+        self._check_profile()
+        if self.sharegpt:
+            if self.role_key == "role":
+                object.__setattr__(self, "role_key", "from")
+            if self.content_key == "content":
+                object.__setattr__(self, "content_key", "value")
+        added = ((TOOL_ROLE,) if self.tools else ()) + ((DEVELOPER_ROLE,) if self.harmony else ())
+        extra = tuple(role for role in added if role not in self.roles)
+        if extra:
+            object.__setattr__(self, "roles", self.roles + extra)
         for key in ("first_role", "last_role"):
             role = getattr(self, key)
             if role is None:
@@ -42,15 +137,95 @@ class ChatFormat:
             if role not in self.roles:
                 raise ValueError(f"{key}={role!r} isn't one of roles= {list(self.roles)}")
 
+    def _check_profile(self) -> None:
+        if self.profile is None:
+            return
+        if not isinstance(self.profile, str):
+            raise TypeError(f"profile= must be a profile name or None, not {self.profile!r}")
+        if self.profile not in PROFILES:
+            raise ValueError(f"profile={self.profile!r} isn't one of {list(PROFILES)}")
+        others = [role for role in self.roles if role not in SAMPLE_ROLES]
+        if others:
+            raise ValueError(
+                f"profile='sample' allows the roles {list(SAMPLE_ROLES)} only; roles= has {others}"
+            )
+        for key in ("tools", "harmony"):
+            if getattr(self, key):
+                raise ValueError(f"profile='sample' refuses tool turns and extra roles: {key}=True")
+
     @property
     def has_system(self) -> bool:
         return "system" in self.roles
+
+    @property
+    def is_core(self) -> bool:
+        """True when only the core check's fields are in use (the fast path applies)."""
+        return not (
+            self.tools
+            or self.harmony
+            or self.sharegpt
+            or self.profile
+            or self.thinking_key is not None
+            or self.text_key != "text"
+        )
+
+    @property
+    def thinking(self) -> str | None:
+        """The key whose values are checked as the assistant's reasoning, if any."""
+        if self.thinking_key is not None:
+            return self.thinking_key
+        return HARMONY_THINKING_KEY if self.harmony else None
+
+    def codes(self) -> tuple[str, ...]:
+        """The codes one conversation can get under this format, in `ALL_REASONS` order.
+
+        (Codes that need another column, such as `unknown_tool`, are the row checks'.)
+
+        >>> ChatFormat(roles=["user", "assistant"], alternate=False, allow_empty=True).codes()
+        ('not_messages', 'no_messages', 'bad_message', 'unknown_role')
+        >>> ChatFormat(tools=True).codes()[-3:]
+        ('orphan_tool', 'not_alternating', 'empty_content')
+        """
+        from .codes import ALL_REASONS
+
+        possible = {"not_messages", "no_messages", "bad_message", "unknown_role"}
+        flags = {
+            "system_position": self.has_system,
+            "first_role": self.first_role is not None,
+            "not_alternating": self.alternate,
+            "last_role": self.last_role is not None,
+            "empty_content": not self.allow_empty,
+            "bad_tool_call": self.tools,
+            "orphan_tool": self.tools,
+            "bad_thinking": self.thinking is not None,
+            "developer_position": self.harmony,
+            "tool_turn": self.profile is not None,
+            "missing_turn": self.profile is not None,
+        }
+        possible |= {code for code, on in flags.items() if on}
+        return tuple(code for code in ALL_REASONS if code in possible)
 
     def as_dict(self) -> dict:
         """The parameters as plain JSON-ready values."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["roles"] = list(self.roles)
         return out
+
+
+def sample_profile(**overrides) -> ChatFormat:
+    """The sample type of seed 001 as a format: what a ConversationSample accepts.
+
+    Roles system, user and assistant only, a system message at most once and only
+    first, at least one user and one assistant turn, tool turns refused. The type
+    lets empty turns, a transcript ending on the user and repeated user turns
+    through (its audit reports them), so alternation and empty contents are not
+    checked unless asked for (`alternate=True`, `allow_empty=False`).
+
+    >>> sample_profile().profile, sample_profile().alternate, sample_profile().allow_empty
+    ('sample', False, True)
+    """
+    base = ChatFormat(roles=SAMPLE_ROLES, alternate=False, allow_empty=True, profile="sample")
+    return replace(base, **overrides) if overrides else base
 
 
 def _role_tuple(roles: object) -> tuple[str, ...]:

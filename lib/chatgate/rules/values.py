@@ -142,21 +142,43 @@ def roles_and_contents(messages: Any, role_key: str, content_key: str) -> tuple[
     return roles, contents
 
 
-def is_blank(content: Any) -> bool:
+_TEXT = (str, bytes, bytearray, memoryview)
+
+
+def decode(value: Any) -> Any:
+    """A value with its JSON text decoded (`NOT_JSON` when it isn't JSON); others as they are."""
+    if isinstance(value, _TEXT):
+        if isinstance(value, str) and type(value) is not str:
+            value = str(value)  # NumPy's str_ and other subclasses: msgspec reads exact str only
+        return parse_json(value)
+    return value
+
+
+def is_blank(content: Any, text_key: str = "text") -> bool:
     """No content: missing, null, a blank string, or parts without an image or text."""
     if isinstance(content, str):
         return not content or content.isspace()
     if content is MISSING or is_missing(content):
         return True
     if is_sequence(content):
-        return all(_is_blank_text_part(part) for part in content)
+        return all(_is_blank_text_part(part, text_key) for part in content)
     return False
 
 
-def _is_blank_text_part(part: Any) -> bool:
-    if not isinstance(part, Mapping) or part.get("type") != "text":
+def blank_checker(text_key: str):
+    """`is_blank` for text parts whose text is under `text_key`."""
+    if text_key == "text":
+        return is_blank
+    return lambda content: is_blank(content, text_key)
+
+
+def _is_blank_text_part(part: Any, text_key: str = "text") -> bool:
+    if not isinstance(part, Mapping):
         return False
-    text = part.get("text", MISSING)
+    kind = part.get("type")
+    if not isinstance(kind, str) or kind != "text":
+        return False
+    text = part.get(text_key, MISSING)
     return (
         text is MISSING
         or is_missing(text)

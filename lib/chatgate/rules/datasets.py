@@ -1,0 +1,566 @@
+"""TRL dataset types: the columns of a fine-tuning table, checked together.
+
+| type | columns | conversational rules | standard rules |
+|---|---|---|---|
+| language_modeling | `messages` (or ShareGPT `conversations`) / `text` | the chat check (`ChatCheck`) | non-empty string |
+| prompt_only | `prompt` | the prompt ends with a user turn (or a tool turn with tools=True) | non-empty string |
+| prompt_completion | `prompt`, `completion` | prompt as above; completion holds assistant (and tool) turns only; prompt + completion passes the chat check | non-empty strings |
+| preference | `prompt`, `chosen`, `rejected` | as prompt_completion, for prompt + chosen and prompt + rejected; chosen and rejected differ | non-empty strings; chosen and rejected differ |
+| implicit_preference | `chosen`, `rejected` | each passes the chat check; they differ; they share a non-empty common prefix ending with a user (or tool) turn, each continues after it with assistant (and tool) turns only | non-empty strings that differ, share a non-empty common prefix and both continue after it |
+| unpaired_preference | `prompt`, `completion`, `label` | as prompt_completion; label is true or false | non-empty strings; label is true or false |
+
+Format. A value is conversational when it is a list of messages (native, or JSON
+text of a list or of an object such as `{"messages": [...]}`), standard when it is
+other text. With `format="auto"` each row is read in the format of its values,
+and a row that mixes both is `mixed_format`. With `format="conversational"` or
+`"standard"` every value must be of that format: a value of the other one is
+`mixed_format` (JSON text that fails to decode is `not_messages` there). The
+verdict of a row never depends on other rows; to flag the minority of a column
+that mixes formats, count the formats of the whole column (`format_counts`, which
+adds up across batches and partitions) and pin the majority (`majority_format`).
+
+Missing values (null, NaN) in a type's columns are `not_messages` (conversational)
+or `not_text` (standard) and `not_label` for a label; with the ChatFormat's
+`na_pass=True` they pass and the rules that need them are skipped. A row whose
+values are all missing (or neither text nor conversations) is read as conversational.
+
+The whole conversations of a row (prompt + completion, prompt + chosen, ...) are
+judged with the ChatFormat, including `first_role`/`last_role` (except that a
+prompt-only row's last role is the prompt rule's business). A row's `tools` (with
+tools=True) and `images` columns, when present, apply to each whole conversation.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from .checks import ChatCheck, RowCheck, column_values, label_problem
+from .codes import ALL_REASONS, first_reason
+from .judge import COMPLETION, PROMPT, WHOLE, judge
+from .messages import Read, image_total, messages_in, read_messages
+from .spec import ChatFormat
+from .tools import declared_names
+from .values import NOT_JSON, blank_checker, is_missing, is_sequence, parse_json
+
+LANGUAGE_MODELING = "language_modeling"
+PROMPT_ONLY = "prompt_only"
+PROMPT_COMPLETION = "prompt_completion"
+PREFERENCE = "preference"
+IMPLICIT_PREFERENCE = "implicit_preference"
+UNPAIRED_PREFERENCE = "unpaired_preference"
+
+DATASET_TYPES: tuple[str, ...] = (
+    LANGUAGE_MODELING,
+    PROMPT_ONLY,
+    PROMPT_COMPLETION,
+    PREFERENCE,
+    IMPLICIT_PREFERENCE,
+    UNPAIRED_PREFERENCE,
+)
+
+TYPE_FIELDS: dict[str, tuple[str, ...]] = {
+    LANGUAGE_MODELING: ("text",),
+    PROMPT_ONLY: ("prompt",),
+    PROMPT_COMPLETION: ("prompt", "completion"),
+    PREFERENCE: ("prompt", "chosen", "rejected"),
+    IMPLICIT_PREFERENCE: ("chosen", "rejected"),
+    UNPAIRED_PREFERENCE: ("prompt", "completion", "label"),
+}
+"""The fields of each type, as `DatasetCheck` reads them (a conversational language
+modeling table is a `ChatCheck` on its `messages` column)."""
+
+CHAT_FIELDS: tuple[str, ...] = ("messages", "conversations")
+"""Names of a language modeling table's conversation column (ShareGPT's is `conversations`)."""
+
+FIELDS: tuple[str, ...] = (
+    "text",
+    *CHAT_FIELDS,
+    "prompt",
+    "completion",
+    "chosen",
+    "rejected",
+    "label",
+)
+
+AUTO, CONVERSATIONAL, STANDARD = "auto", "conversational", "standard"
+FORMATS: tuple[str, ...] = (AUTO, CONVERSATIONAL, STANDARD)
+
+_TITLES = {
+    LANGUAGE_MODELING: "language modeling",
+    PROMPT_ONLY: "prompt-only",
+    PROMPT_COMPLETION: "prompt-completion",
+    PREFERENCE: "preference (explicit prompt)",
+    IMPLICIT_PREFERENCE: "preference (implicit prompt)",
+    UNPAIRED_PREFERENCE: "unpaired preference",
+}
+
+
+# --- Detection and construction ------------------------------------------------
+
+
+def detect_dataset_type(column_names: Iterable[str]) -> str:
+    """The TRL dataset type a table's columns make; ValueError when they make none or several.
+
+    Columns other than `text`, `messages`, `conversations`, `prompt`, `completion`,
+    `chosen`, `rejected` and `label` are extra columns and don't count.
+
+    >>> detect_dataset_type(["prompt", "chosen", "rejected", "id"])
+    'preference'
+    >>> detect_dataset_type(["chosen", "rejected"])
+    'implicit_preference'
+    >>> detect_dataset_type(["messages", "prompt"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: can't tell the dataset type from the columns ['messages', 'prompt']: ...
+    """
+    names = [str(name) for name in column_names]
+    present = [name for name in FIELDS if name in names]
+    chat = [name for name in present if name in ("text", *CHAT_FIELDS)]
+    if chat and len(chat) == len(present) == 1:
+        return LANGUAGE_MODELING
+    if not chat:
+        for kind, fields in TYPE_FIELDS.items():
+            if kind != LANGUAGE_MODELING and set(fields) == set(present):
+                return kind
+    known = ", ".join(f"{k}: {list(TYPE_FIELDS[k])}" for k in DATASET_TYPES[1:])
+    raise ValueError(
+        f"can't tell the dataset type from the columns {present or sorted(names)}: "
+        f"a language modeling table has one of {['text', *CHAT_FIELDS]}, and the others "
+        f"have exactly these columns ({known}). Name the type (and map the columns) instead."
+    )
+
+
+def dataset_checks(
+    dataset_type: str | None,
+    columns_present: Iterable[str],
+    *,
+    chat: ChatFormat | None = None,
+    format: str = AUTO,
+    columns: Mapping[str, str] | None = None,
+    tools_column: str | None = "tools",
+    images_column: str | None = "images",
+    **chat_options: Any,
+) -> list[RowCheck]:
+    """The row checks of a dataset type over a table with `columns_present`.
+
+    `dataset_type` is one of `DATASET_TYPES`, or None to detect it from the columns.
+    `chat` (or `**chat_options`, the fields of `ChatFormat`) says what a
+    conversation is; `format` is "auto", "conversational" or "standard";
+    `columns` maps a type's fields to the table's column names (`{"prompt":
+    "conversations"}`); `tools_column` (with tools=True) and `images_column` are
+    checked when the table has them.
+
+    >>> [c.describe() for c in dataset_checks(None, ["prompt", "completion"])]
+    ['prompt, completion form a prompt-completion row']
+    >>> dataset_checks("language_modeling", ["messages", "id"], last_role="assistant")[0].column
+    'messages'
+    """
+    present = [str(name) for name in columns_present]
+    names = _names(columns)
+    if chat is not None and chat_options:
+        raise TypeError("give chat= or the ChatFormat keyword arguments, not both")
+    fmt = chat if chat is not None else ChatFormat(**chat_options)
+    if not isinstance(fmt, ChatFormat):
+        raise TypeError(f"chat= must be a ChatFormat, not {type(fmt).__name__}")
+    if format not in FORMATS:
+        raise ValueError(f"format={format!r} isn't one of {list(FORMATS)}")
+    if dataset_type is None:
+        inverse = {column: name for name, column in names.items()}
+        dataset_type = detect_dataset_type(inverse.get(column, column) for column in present)
+    if dataset_type not in DATASET_TYPES:
+        raise ValueError(f"dataset type {dataset_type!r} isn't one of {list(DATASET_TYPES)}")
+    tools = tools_column if fmt.tools and tools_column in present else None
+    images = images_column if images_column in present else None
+    if dataset_type == LANGUAGE_MODELING:
+        found = [f for f in ("text", *CHAT_FIELDS) if names.get(f, f) in present]
+        if len(found) != 1:
+            raise ValueError(
+                f"a language modeling table has one of the columns "
+                f"{[names.get(f, f) for f in ('text', *CHAT_FIELDS)]}; found {found or present}"
+            )
+        if found[0] != "text":
+            if format == STANDARD:
+                raise ValueError("format='standard' has a `text` column, not a conversation column")
+            return [ChatCheck(names.get(found[0], found[0]), fmt, tools, images)]
+        if format == CONVERSATIONAL:
+            raise ValueError("format='conversational' has a `messages` column, not `text`")
+    missing = [names.get(f, f) for f in TYPE_FIELDS[dataset_type] if names.get(f, f) not in present]
+    if missing:
+        raise ValueError(
+            f"a {_TITLES[dataset_type]} table needs the columns {missing}; it has {present}"
+        )
+    mapped = tuple((f, names[f]) for f in TYPE_FIELDS[dataset_type] if f in names and names[f] != f)
+    return [DatasetCheck(dataset_type, fmt, format, mapped, tools, images)]
+
+
+def _names(columns: Mapping[str, str] | None) -> dict[str, str]:
+    if columns is None:
+        return {}
+    if not isinstance(columns, Mapping):
+        raise TypeError(f"columns= must map fields to column names, not {type(columns).__name__}")
+    for name, column in columns.items():
+        if name not in FIELDS:
+            raise ValueError(
+                f"columns= maps {name!r}, which isn't one of the fields {list(FIELDS)}"
+            )
+        if not isinstance(column, str):
+            raise TypeError(
+                f"columns= must map {name!r} to a column name (a string), not {column!r}"
+            )
+    return dict(columns)
+
+
+def first_row_problem(
+    row: Mapping[str, Any], dataset_type: str | None = None, **options: Any
+) -> str | None:
+    """The first problem code of one row (column name -> value), or None when it passes.
+
+    The per-row reference of `dataset_checks` (same keyword arguments).
+
+    >>> first_row_problem({"prompt": "The sky is", "completion": " blue."}) is None
+    True
+    >>> first_row_problem({"prompt": [{"role": "user", "content": "Hi"}], "completion": [{"role": "user", "content": "Yo"}]})
+    'completion_role'
+    """
+    checks = dataset_checks(dataset_type, list(row), **options)
+    return first_reason(check.check_row(row) for check in checks)
+
+
+# --- Formats -------------------------------------------------------------------
+
+_MISSING, _CONV, _TEXT, _BROKEN, _OTHER = "missing", "conv", "text", "broken", "other"
+
+
+def _classify(value: Any, mode: str) -> tuple[str, Any]:
+    """(kind, decoded value): missing, conv(ersation), text, broken (JSON) or other."""
+    if is_missing(value):
+        return _MISSING, None
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        try:
+            value = str(value, "utf-8")
+        except UnicodeDecodeError:
+            return (_OTHER if mode == STANDARD else _BROKEN), None
+    if isinstance(value, str):
+        if mode == STANDARD:
+            return _TEXT, value
+        start = value.lstrip()[:1]
+        if start in ("[", "{"):
+            decoded = parse_json(str(value))
+            if decoded is not NOT_JSON and (isinstance(decoded, Mapping) or is_sequence(decoded)):
+                return _CONV, decoded
+            if mode == CONVERSATIONAL:
+                return _BROKEN, None
+        return _TEXT, value
+    if isinstance(value, Mapping) or is_sequence(value):
+        return _CONV, value
+    return _OTHER, value
+
+
+def value_format(value: Any) -> str | None:
+    """ "conversational", "standard" or None (missing, or neither text nor a conversation).
+
+    >>> value_format("The sky is"), value_format('[{"role": "user", "content": "Hi"}]'), value_format(None)
+    ('standard', 'conversational', None)
+    """
+    kind, _ = _classify(value, AUTO)
+    return {_CONV: CONVERSATIONAL, _TEXT: STANDARD}.get(kind)
+
+
+def format_counts(values: pa.Array | pa.ChunkedArray | Iterable[Any]) -> dict[str, int]:
+    """How many values of a column are conversational, standard, or neither (missing included).
+
+    Counts add up across batches and partitions; see `majority_format`.
+
+    >>> format_counts(["The sky is", '[{"role": "user", "content": "Hi"}]', None])
+    {'conversational': 1, 'standard': 1, 'other': 1}
+    """
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        values = column_values(pa.table({"v": values}), "v")
+    counts = {CONVERSATIONAL: 0, STANDARD: 0, "other": 0}
+    for value in values:
+        counts[value_format(value) or "other"] += 1
+    return counts
+
+
+def majority_format(counts: Mapping[str, int]) -> str:
+    """The format to pin for a column with these `format_counts` (ties: conversational).
+
+    >>> majority_format({"conversational": 2, "standard": 5, "other": 0})
+    'standard'
+    """
+    return STANDARD if counts.get(STANDARD, 0) > counts.get(CONVERSATIONAL, 0) else CONVERSATIONAL
+
+
+# --- The check -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DatasetCheck(RowCheck):
+    """The columns of one TRL dataset type, judged together, one code per row.
+
+    Build it with `dataset_checks`. `names` maps fields to column names where they
+    differ (`(("prompt", "conversations"),)`).
+
+    >>> check = DatasetCheck("preference")
+    >>> check.check(pa.table({"prompt": ["The sky is"], "chosen": [" blue."], "rejected": [" blue."]})).to_pylist()
+    ['same_pair']
+    """
+
+    dataset_type: str
+    fmt: ChatFormat = field(default_factory=ChatFormat)
+    format: str = AUTO
+    names: tuple[tuple[str, str], ...] = ()
+    tools_column: str | None = None
+    images_column: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.dataset_type not in DATASET_TYPES:
+            raise ValueError(
+                f"dataset type {self.dataset_type!r} isn't one of {list(DATASET_TYPES)}"
+            )
+        if not isinstance(self.fmt, ChatFormat):
+            raise TypeError(f"fmt= must be a ChatFormat, not {type(self.fmt).__name__}")
+        if self.format not in FORMATS:
+            raise ValueError(f"format={self.format!r} isn't one of {list(FORMATS)}")
+        if self.dataset_type == LANGUAGE_MODELING and self.format == CONVERSATIONAL:
+            raise ValueError("a conversational language modeling column is a ChatCheck")
+        object.__setattr__(self, "names", tuple(_names(dict(self.names)).items()))
+        for key in ("tools_column", "images_column"):
+            value = getattr(self, key)
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"{key}= must be a column name (a string) or None, not {value!r}")
+        if self.tools_column is not None and not self.fmt.tools:
+            raise ValueError("tools_column= needs tools=True in the ChatFormat")
+
+    # -- the interface
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return TYPE_FIELDS[self.dataset_type]
+
+    def column_of(self, name: str) -> str:
+        return dict(self.names).get(name, name)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        extra = tuple(c for c in (self.tools_column, self.images_column) if c)
+        return tuple(self.column_of(f) for f in self.fields) + extra
+
+    @property
+    def codes(self) -> tuple[str, ...]:
+        kind = self.dataset_type
+        codes: set[str] = set()
+        values = [f for f in self.fields if f != "label"]
+        if kind == LANGUAGE_MODELING or self.format != AUTO or len(values) > 1:
+            codes.add("mixed_format")
+        if "label" in self.fields:
+            codes.add("not_label")
+        if kind in (PREFERENCE, IMPLICIT_PREFERENCE):
+            codes.add("same_pair")
+        if self.format != CONVERSATIONAL:
+            codes |= {"not_text", "empty_text"}
+            if kind == IMPLICIT_PREFERENCE:
+                codes.add("implicit_prompt")
+        if self.format != STANDARD and kind != LANGUAGE_MODELING:
+            codes |= set(self.fmt.codes())
+            codes.add("prompt_end")
+            if kind != PROMPT_ONLY:
+                codes.add("completion_role")
+            if kind == IMPLICIT_PREFERENCE:
+                codes.add("implicit_prompt")
+            if self.tools_column:
+                codes |= {"bad_tools", "unknown_tool"}
+            if self.images_column:
+                codes.add("image_count")
+            if kind == PROMPT_ONLY and self.fmt.last_role is not None:
+                codes.discard("last_role")
+            if self.fmt.profile is not None and kind == PROMPT_ONLY:
+                codes.discard("missing_turn")
+        return tuple(code for code in ALL_REASONS if code in codes)
+
+    def describe(self) -> str:
+        columns = ", ".join(self.column_of(f) for f in self.fields)
+        text = f"{columns} form a {_TITLES[self.dataset_type]} row"
+        if self.format != AUTO:
+            text += f" ({self.format})"
+        return text
+
+    def as_dict(self) -> dict:
+        return {
+            "check": "dataset",
+            "dataset_type": self.dataset_type,
+            "format": self.format,
+            "columns": {f: self.column_of(f) for f in self.fields},
+            "tools_column": self.tools_column,
+            "images_column": self.images_column,
+            "chat": self.fmt.as_dict(),
+        }
+
+    def check_row(self, row: Mapping[str, Any]) -> str | None:
+        values = {f: row.get(self.column_of(f)) for f in self.fields}
+        codes: list[str | None] = []
+        if "label" in values:
+            codes.append(label_problem(values.pop("label"), self.fmt.na_pass))
+        mode = STANDARD if self.dataset_type == LANGUAGE_MODELING else self.format
+        kinds = {f: _classify(v, mode) for f, v in values.items()}
+        row_format = self._row_format(kinds)
+        if row_format is None:
+            codes.append("mixed_format")
+        elif row_format == STANDARD:
+            codes.extend(self._standard(kinds))
+        else:
+            codes.extend(self._conversational(kinds, row))
+        return first_reason(codes)
+
+    # -- the rules
+
+    def _row_format(self, kinds: dict[str, tuple[str, Any]]) -> str | None:
+        if self.dataset_type == LANGUAGE_MODELING:
+            return STANDARD
+        if self.format != AUTO:
+            return self.format
+        found = {kind for kind, _ in kinds.values()}
+        if _CONV in found and _TEXT in found:
+            return None
+        return STANDARD if _TEXT in found else CONVERSATIONAL
+
+    def _standard(self, kinds: dict[str, tuple[str, Any]]) -> list[str | None]:
+        codes: list[str | None] = []
+        texts: dict[str, str] = {}
+        for name, (kind, value) in kinds.items():
+            if kind == _MISSING:
+                codes.append(None if self.fmt.na_pass else "not_text")
+            elif kind == _CONV:
+                codes.append("mixed_format")
+            elif kind != _TEXT:
+                codes.append("not_text")
+            elif not value or value.isspace():
+                codes.append("empty_text")
+            else:
+                texts[name] = value
+        if "chosen" in texts and "rejected" in texts:
+            chosen, rejected = texts["chosen"], texts["rejected"]
+            if chosen == rejected:
+                codes.append("same_pair")
+            elif self.dataset_type == IMPLICIT_PREFERENCE:
+                prefix = os.path.commonprefix([chosen, rejected])
+                if not prefix or prefix in (chosen, rejected):
+                    codes.append("implicit_prompt")
+        return codes
+
+    def _conversational(
+        self, kinds: dict[str, tuple[str, Any]], row: Mapping[str, Any]
+    ) -> list[str | None]:
+        fmt = self.fmt
+        codes: list[str | None] = []
+        reads: dict[str, Read] = {}
+        raw: dict[str, list] = {}
+        for name, (kind, value) in kinds.items():
+            if kind == _MISSING:
+                codes.append(None if fmt.na_pass else "not_messages")
+                continue
+            if kind == _TEXT:
+                codes.append("mixed_format")
+                continue
+            messages = messages_in(value, fmt) if kind == _CONV else None
+            if messages is None:
+                codes.append("not_messages")
+                continue
+            raw[name] = messages
+            reads[name] = read_messages(messages, fmt, extras=True)
+        declared = declared_names(row.get(self.tools_column)) if self.tools_column else None
+        images = image_total(row.get(self.images_column)) if self.images_column else None
+        blank = blank_checker(fmt.text_key)
+
+        def judged(read: Read, part: str, whole: bool) -> str | None:
+            return judge(
+                read.roles,
+                read.contents,
+                fmt,
+                blank,
+                read.extras,
+                part=part,
+                declared=declared if whole else None,
+                images=images if whole else None,
+            )
+
+        prompt = reads.get("prompt")
+        kind = self.dataset_type
+        if kind == PROMPT_ONLY and prompt is not None:
+            codes.append(judged(prompt, PROMPT, True))
+        elif kind in (PROMPT_COMPLETION, UNPAIRED_PREFERENCE, PREFERENCE):
+            if prompt is not None:
+                codes.append(judged(prompt, PROMPT, False))
+            for name in ("completion", "chosen", "rejected"):
+                answer = reads.get(name)
+                if answer is None:
+                    continue
+                codes.append(judged(answer, COMPLETION, False))
+                if prompt is not None:
+                    codes.append(judged(prompt.then(answer), WHOLE, True))
+            if "chosen" in raw and "rejected" in raw and _same(raw["chosen"], raw["rejected"]):
+                codes.append("same_pair")
+        elif kind == IMPLICIT_PREFERENCE:
+            codes.extend(
+                judged(reads[name], WHOLE, True) for name in ("chosen", "rejected") if name in reads
+            )
+            if "chosen" in raw and "rejected" in raw:
+                codes.extend(self._implicit(raw, reads, judged))
+        return codes
+
+    @staticmethod
+    def _implicit(raw: dict[str, list], reads: dict[str, Read], judged) -> list[str | None]:
+        chosen, rejected = raw["chosen"], raw["rejected"]
+        if _same(chosen, rejected):
+            return ["same_pair"]
+        shared = _common_prefix(chosen, rejected)
+        if shared == 0 or shared in (len(chosen), len(rejected)):
+            return ["implicit_prompt"]
+        return [
+            judged(reads["chosen"].head(shared), PROMPT, False),
+            judged(reads["chosen"].tail(shared), COMPLETION, False),
+            judged(reads["rejected"].tail(shared), COMPLETION, False),
+        ]
+
+
+def _plain(value: Any) -> Any:
+    """A value as plain lists and dicts (null keys dropped), for comparing messages."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items() if not is_missing(v)}
+    if is_sequence(value):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return _plain(a) == _plain(b)
+    except RecursionError:  # nesting too deep to compare: not the same pair
+        return False
+
+
+def _common_prefix(a: list, b: list) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if not _same(x, y):
+            break
+        n += 1
+    return n
+
+
+__all__ = [
+    "DATASET_TYPES",
+    "FORMATS",
+    "DatasetCheck",
+    "dataset_checks",
+    "detect_dataset_type",
+    "first_row_problem",
+    "format_counts",
+    "majority_format",
+    "value_format",
+]

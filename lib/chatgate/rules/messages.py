@@ -1,0 +1,185 @@
+"""Decoded values as the lists `judge` reads: roles, contents and, for the options, extras.
+
+The core check needs only a role and a content per message (`values.roles_and_contents`).
+The options of issue #6 need a little more of each message (its tool calls, what a
+tool message answers, its thinking, its image parts): `read_messages` reads that
+into one `Extra` per message. ShareGPT tags are mapped to roles here, before any rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+from .judge import BAD, MISSING
+from .spec import SHAREGPT_ROLES, ChatFormat
+from .tools import identifier, parse_calls, sharegpt_calls
+from .values import is_missing, is_sequence
+
+
+class Extra(NamedTuple):
+    """What the options read of one message besides its role and content."""
+
+    source: Any
+    """The role as written (a ShareGPT tag before mapping), or BAD."""
+    calls: Any
+    """The message's tool calls: a tuple of `tools.Call`, None, or BAD."""
+    call_id: Any
+    """A tool message's `tool_call_id` (None when absent or neither a string nor an integer)."""
+    name: Any
+    """A tool message's `name` (None when absent or not a string)."""
+    thinking: Any
+    """The value under the thinking key, or MISSING (absent or null)."""
+    images: int
+    """How many images the content holds."""
+
+
+class Read(NamedTuple):
+    """A conversation as `judge` reads it."""
+
+    roles: list
+    contents: list
+    extras: list | None
+
+    def then(self, other: Read) -> Read:
+        """This conversation followed by `other` (a prompt and its completion)."""
+        extras = None if self.extras is None or other.extras is None else self.extras + other.extras
+        return Read(self.roles + other.roles, self.contents + other.contents, extras)
+
+    def head(self, n: int) -> Read:
+        return Read(
+            self.roles[:n], self.contents[:n], None if self.extras is None else self.extras[:n]
+        )
+
+    def tail(self, n: int) -> Read:
+        return Read(
+            self.roles[n:], self.contents[n:], None if self.extras is None else self.extras[n:]
+        )
+
+
+def messages_in(value: Any, fmt: ChatFormat) -> list | None:
+    """The messages a decoded value holds (a list), or None if it holds none.
+
+    A list (tuple, NumPy array) of messages, or a mapping whose "messages" key holds
+    one; with sharegpt=True also "conversations", or a single message object.
+
+    >>> messages_in({"messages": [{"role": "user"}]}, ChatFormat())
+    [{'role': 'user'}]
+    >>> messages_in({"from": "gpt", "value": "Hi"}, ChatFormat(sharegpt=True))
+    [{'from': 'gpt', 'value': 'Hi'}]
+    """
+    if isinstance(value, Mapping):
+        if fmt.sharegpt:
+            if "messages" not in value and "conversations" in value:
+                value = value.get("conversations")
+            elif "messages" not in value and fmt.role_key in value:
+                return [value]
+            else:
+                value = value.get("messages")
+        else:
+            value = value.get("messages")
+    return list(value) if is_sequence(value) else None
+
+
+def read_messages(messages: Sequence[Any], fmt: ChatFormat, *, extras: bool | None = None) -> Read:
+    """The roles, contents and (when the options need them, or `extras=True`) extras.
+
+    >>> read_messages([{"from": "human", "value": "Hi"}], ChatFormat(sharegpt=True)).roles
+    ['user']
+    """
+    want = (not fmt.is_core) if extras is None else extras
+    role_key, content_key = fmt.role_key, fmt.content_key
+    thinking_key = fmt.thinking
+    read_calls = fmt.tools or fmt.profile is not None
+    roles: list = []
+    contents: list = []
+    out: list | None = [] if want else None
+    for message in messages:
+        if not isinstance(message, Mapping):
+            roles.append(BAD)
+            contents.append(MISSING)
+            if out is not None:
+                out.append(Extra(BAD, None, None, None, MISSING, 0))
+            continue
+        source = message.get(role_key, BAD)
+        source = source if isinstance(source, str) else BAD
+        role = SHAREGPT_ROLES.get(source, source) if fmt.sharegpt and source is not BAD else source
+        content = message.get(content_key, MISSING)
+        roles.append(role)
+        if out is None:
+            contents.append(content)
+            continue
+        calls = None
+        if fmt.sharegpt and source == "function_call" and fmt.tools:
+            calls = sharegpt_calls(content)
+            content = MISSING
+        elif read_calls:
+            calls = parse_calls(message.get("tool_calls", MISSING))
+        contents.append(content)
+        out.append(
+            Extra(
+                source,
+                calls,
+                identifier(message.get("tool_call_id")),
+                _text(message.get("name")),
+                _thinking(message, thinking_key),
+                count_images(content, fmt),
+            )
+        )
+    return Read(roles, contents, out)
+
+
+def _thinking(message: Mapping, key: str | None) -> Any:
+    """The value under the thinking key; MISSING when absent or null."""
+    if key is None:
+        return MISSING
+    value = message.get(key, MISSING)
+    return MISSING if value is MISSING or is_missing(value) else value
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def count_images(content: Any, fmt: ChatFormat) -> int:
+    """Image parts (`{"type": "image"}`) in a content, plus `image_token` in its text.
+
+    >>> count_images([{"type": "image"}, {"type": "text", "text": "and <image>"}], ChatFormat(image_token="<image>"))
+    2
+    """
+    token = fmt.image_token
+    if isinstance(content, str):
+        return content.count(token) if token else 0
+    if not is_sequence(content):
+        return 0
+    found = 0
+    for part in content:
+        if not isinstance(part, Mapping):
+            continue
+        kind = part.get("type")
+        if not isinstance(kind, str):
+            continue
+        if kind == "image":
+            found += 1
+        elif token and kind == "text":
+            text = part.get(fmt.text_key)
+            if isinstance(text, str):
+                found += text.count(token)
+    return found
+
+
+def image_total(value: Any) -> int | object:
+    """The number of images a row's `images` value holds (null: none), or BAD.
+
+    >>> image_total(["a.png", "b.png"]), image_total(None), image_total('["a.png"]')
+    (2, 0, 1)
+    """
+    from .values import NOT_JSON, parse_json
+
+    if value is MISSING or is_missing(value):
+        return 0
+    if isinstance(value, (str, bytes)):
+        value = parse_json(value)
+        if value is NOT_JSON:
+            return BAD
+    return len(value) if is_sequence(value) else BAD
