@@ -1,0 +1,179 @@
+"""A SparkSession with Delta Lake enabled, wherever chatgate runs.
+
+Three situations, in the order they are tried:
+
+1. A session is already active (a notebook, a test fixture, a job that built its
+   own): it is returned as it is.
+2. The driver runs under `spark-submit` (or another launcher that already started
+   the JVM): the settings it was launched with are kept, and Delta's extension
+   and catalog are added when the launcher put Delta on the class path
+   (`--packages io.delta:delta-spark_4.1_2.13:4.1.0`, `--jars ...`, or a platform
+   with Delta built in). Jars can't be added to a running driver, so without them
+   a warning says what to pass and the session comes up without Delta.
+3. A plain Python process: Delta's jars are taken from a local directory,
+   `$CHATGATE_JARS_DIR` or else the first `.cache/jars` found walking up from the
+   working directory and from this package (`make jars` fills `<repo>/.cache/jars`),
+   and passed with `spark.jars`. If there is no such directory, the session falls
+   back to `spark.jars.packages` with `DELTA_PACKAGE`, which makes Spark resolve
+   the jars from Maven Central at start-up (that needs a route to it).
+
+>>> spark = get_spark(master="local[2]")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+DELTA_PACKAGE = "io.delta:delta-spark_4.1_2.13:4.1.0"
+"""The Maven coordinate of Delta Lake for Spark 4.1 / Scala 2.13 (delta-storage comes with it)."""
+
+DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+JARS_DIR_ENV = "CHATGATE_JARS_DIR"
+
+_JARS_SUBDIR = Path(".cache") / "jars"
+_DELTA_JAR_PREFIXES = ("delta-spark", "delta-core")
+
+
+def get_spark(
+    app_name: str = "chatgate",
+    master: str | None = None,
+    extra_conf: Mapping[str, Any] | None = None,
+):
+    """The active SparkSession, or a new one with Delta Lake enabled.
+
+    `master` defaults to the launcher's (spark-submit) or else `local[*]`.
+    `extra_conf` is applied last, so it overrides anything set here; it is
+    ignored when a session is already active (set runtime options on it with
+    `spark.conf.set`).
+    """
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+
+    launched = _launcher_conf()
+    conf = delta_conf(launched)
+    conf.update({key: _conf_value(value) for key, value in (extra_conf or {}).items()})
+    conf_master = conf.pop("spark.master", None)
+    master = master or conf_master or launched.get("spark.master") or "local[*]"
+    if master.startswith("local"):
+        # Local workers must run this interpreter (with pyarrow and chatgate), not `python3`.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+    builder = SparkSession.builder.appName(app_name).master(master)
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def delta_conf(launched: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The settings that enable Delta, given the settings the JVM was launched with."""
+    launched = dict(launched or {})
+    conf = {
+        "spark.sql.extensions": _append(launched.get("spark.sql.extensions"), DELTA_EXTENSION),
+        # A catalog set by the platform (Unity, Glue, ...) is kept.
+        "spark.sql.catalog.spark_catalog": launched.get(
+            "spark.sql.catalog.spark_catalog", DELTA_CATALOG
+        ),
+    }
+    if _names_delta(launched.get("spark.jars")) or _names_delta(
+        launched.get("spark.jars.packages")
+    ):
+        return conf
+    if launched:
+        if _delta_loadable():
+            return conf
+        # The driver is running: jars set now wouldn't reach its class path, and a
+        # Delta catalog it can't load would break every table lookup.
+        warnings.warn(
+            "Delta Lake isn't on this driver's class path, so Delta tables can't be read or "
+            f"written: pass `--packages {DELTA_PACKAGE}` (or `--jars` with the jars of "
+            "`make jars`) to spark-submit",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return {}
+    jars = delta_jars()
+    if jars:
+        conf["spark.jars"] = _append(launched.get("spark.jars"), *map(str, jars))
+    else:
+        conf["spark.jars.packages"] = _append(launched.get("spark.jars.packages"), DELTA_PACKAGE)
+    return conf
+
+
+def delta_jars() -> list[Path]:
+    """The jars of the local jars directory (see the module notes), or [] when there is none."""
+    directory = find_jars_dir()
+    return sorted(directory.glob("*.jar")) if directory else []
+
+
+def find_jars_dir() -> Path | None:
+    """`$CHATGATE_JARS_DIR`, else the nearest `.cache/jars` holding Delta's jar, else None.
+
+    A `$CHATGATE_JARS_DIR` without Delta's jar is an error: it was asked for.
+    """
+    explicit = os.environ.get(JARS_DIR_ENV)
+    if explicit:
+        directory = Path(explicit).expanduser()
+        if not _holds_delta(directory):
+            raise FileNotFoundError(
+                f"${JARS_DIR_ENV}={explicit} holds no delta-spark jar (run `make jars`)"
+            )
+        return directory
+    for start in (Path.cwd(), Path(__file__).resolve().parent):
+        for folder in (start, *start.parents):
+            candidate = folder / _JARS_SUBDIR
+            if _holds_delta(candidate):
+                return candidate
+    return None
+
+
+def _conf_value(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _holds_delta(directory: Path) -> bool:
+    return directory.is_dir() and any(
+        jar.name.startswith(_DELTA_JAR_PREFIXES) for jar in directory.glob("*.jar")
+    )
+
+
+def _names_delta(value: str | None) -> bool:
+    return bool(value) and any(prefix in value for prefix in _DELTA_JAR_PREFIXES)
+
+
+def _append(existing: str | None, *items: str) -> str:
+    """A comma-separated Spark list with `items` added once each."""
+    values = [v.strip() for v in (existing or "").split(",") if v.strip()]
+    values += [item for item in items if item not in values]
+    return ",".join(values)
+
+
+def _launcher_conf() -> dict[str, str]:
+    """The spark.* settings of a JVM that is already running (spark-submit), else {}.
+
+    In a plain Python process no JVM runs yet; none is started here, because the
+    one started by the builder must get `spark.jars` at launch.
+    """
+    from pyspark import SparkConf, SparkContext
+
+    if SparkContext._jvm is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return {}
+    SparkContext._ensure_initialized()
+    return dict(SparkConf().getAll())
+
+
+def _delta_loadable() -> bool:
+    from pyspark import SparkContext
+
+    try:
+        return bool(SparkContext._jvm.org.apache.spark.util.Utils.classIsLoadable(DELTA_EXTENSION))
+    except Exception:  # noqa: BLE001 - no JVM or no such helper: assume it isn't there
+        return False

@@ -1,0 +1,25 @@
+"""Shared fixtures: one local SparkSession (with Delta) for every test marked `spark`."""
+
+from __future__ import annotations
+
+import pytest
+
+SPARK_TEST_CONF = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.databricks.delta.snapshotPartitions": "2",
+    "spark.sql.session.timeZone": "UTC",
+}
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """A local[2] SparkSession with Delta Lake, shared by the whole test session."""
+    from chatgate.engines.spark_session import get_spark
+
+    session = get_spark(app_name="chatgate-tests", master="local[2]", extra_conf=SPARK_TEST_CONF)
+    session.sparkContext.setLogLevel("WARN")
+    yield session
+    session.stop()

@@ -1,0 +1,387 @@
+"""The Spark engine against the reference check, on tiny DataFrames in one shared session.
+
+Every expected reason comes from `rules.first_problem`, row by row, so the engine
+and the reference can't drift apart.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from chatgate.engines import spark_session
+from chatgate.rules import REASONS, ChatFormat, first_problem
+
+
+def _j(*messages) -> str:
+    return json.dumps([{"role": r, "content": c} for r, c in messages])
+
+
+# A format under which every reason code can happen.
+FMT = ChatFormat(first_role="user", last_role="assistant")
+
+# (label, JSON text) pairs, at least one per reason code.
+TEXT_CASES = [
+    ("ok", _j(("user", "Hi"), ("assistant", "Hello"))),
+    ("ok_system", _j(("system", "Be brief"), ("user", "Hi"), ("assistant", "Hello"))),
+    (
+        "ok_wrapped",
+        json.dumps(
+            {
+                "messages": [
+                    {"role": "user", "content": "a"},
+                    {"role": "assistant", "content": "b"},
+                ],
+                "id": 3,
+            }
+        ),
+    ),
+    ("bad_json", '[{"role": "user", "content": "Hi"'),
+    ("json_in_string", json.dumps(_j(("user", "Hi"), ("assistant", "Hello")))),
+    ("json_null", "null"),
+    ("number", "42"),
+    ("object_without_messages", '{"turns": []}'),
+    ("empty_list", "[]"),
+    ("empty_wrapped", '{"messages": []}'),
+    ("not_a_mapping", '["user: Hi"]'),
+    ("no_role", '[{"content": "Hi"}]'),
+    ("role_not_string", '[{"role": 1, "content": "Hi"}]'),
+    ("bot_role", _j(("user", ""), ("bot", "x"))),
+    ("system_second", _j(("user", "Hi"), ("system", "x"), ("assistant", "y"))),
+    ("starts_with_assistant", _j(("assistant", "Hi"), ("user", "x"), ("assistant", "y"))),
+    ("lone_system", _j(("system", "x"))),
+    ("two_users", _j(("user", "Hi"), ("user", "again"), ("assistant", "y"))),
+    ("ends_with_user", _j(("user", "Hi"), ("assistant", "x"), ("user", "y"))),
+    ("blank_reply", _j(("user", "Hi"), ("assistant", " \n"))),
+    ("missing_content", '[{"role": "user", "content": "Hi"}, {"role": "assistant"}]'),
+    ("unicode", _j(("user", "héllo ✓"), ("assistant", "日本語"))),
+]
+
+TEXT_SCHEMA = "id int, label string, messages string"
+NATIVE_SCHEMA = "id int, messages array<struct<role:string,content:string>>"
+
+
+def expected(value, fmt: ChatFormat = FMT):
+    return first_problem(value, **fmt.as_dict())
+
+
+def text_rows():
+    return [(i, label, value) for i, (label, value) in enumerate(TEXT_CASES)]
+
+
+@pytest.fixture(scope="module")
+def engine():
+    from chatgate.engines.spark import SparkEngine
+
+    return SparkEngine()
+
+
+@pytest.fixture(scope="module")
+def text_df(spark):
+    return spark.createDataFrame(text_rows(), TEXT_SCHEMA)
+
+
+@pytest.fixture(scope="module")
+def repeated(spark):
+    """Highly duplicated values (so `auto` deduplicates) with nulls, as the source and its rows."""
+    values = [_j(("user", "Hi"), ("assistant", "Hello"))] * 6 + [
+        _j(("user", "a"), ("user", "b"))
+    ] * 5
+    values += ["nope"] * 3 + [None] * 2 + [_j(("assistant", "x"))] * 4
+    rows = [(i, v) for i, v in enumerate(values)]
+    return spark.createDataFrame(rows, "id int, messages string"), rows
+
+
+@pytest.fixture(scope="module")
+def judged_by_mode(engine, repeated):
+    df, _ = repeated
+    return {mode: engine.judge(df, "messages", FMT, dedup=mode) for mode in ("on", "off", "auto")}
+
+
+def _expected_df(spark, rows, schema, fmt=FMT, value_index=-1):
+    return spark.createDataFrame(
+        [(*row, expected(row[value_index], fmt)) for row in rows], f"{schema}, pb_reason_ string"
+    )
+
+
+def _counts(rows, fmt=FMT, value_index=-1):
+    counts: dict[str, int] = {}
+    for row in rows:
+        code = expected(row[value_index], fmt)
+        if code is not None:
+            counts[code] = counts.get(code, 0) + 1
+    return counts
+
+
+def _final_plan(df) -> str:
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    return plan.split("== Initial Plan ==")[0]
+
+
+def _first_line(plan: str, pattern: str) -> int:
+    for number, line in enumerate(plan.splitlines()):
+        if re.search(pattern, line):
+            return number
+    raise AssertionError(f"no {pattern!r} in the plan:\n{plan}")
+
+
+AGGREGATE = r"\b(Hash|Sort|ObjectHash)Aggregate\("
+PYTHON_STEP = r"\b(Python)?MapInArrow\b"
+
+
+@pytest.mark.spark
+def test_every_reason_in_json_text(spark, engine, text_df):
+    from chispa import assert_df_equality
+
+    judged = engine.judge(text_df, "messages", FMT)
+
+    rows = text_rows()
+    assert set(REASONS) <= {expected(v) for _, _, v in rows}
+    assert_df_equality(
+        judged.annotated,
+        _expected_df(spark, rows, TEXT_SCHEMA),
+        ignore_row_order=True,
+        ignore_nullable=True,
+    )
+    assert judged.units == len(rows)
+    assert judged.reasons == _counts(rows)
+    assert list(judged.reasons.values()) == sorted(judged.reasons.values(), reverse=True)
+    assert judged.failed == sum(judged.reasons.values())
+    assert judged.passed == 4
+    assert not judged.deduplicated  # every value distinct: auto doesn't pay for a shuffle
+    assert judged.distinct_values == len(rows)
+
+
+@pytest.mark.spark
+def test_binary_json_matches_text(spark, engine):
+    rows = [(i, value.encode()) for i, (_, value) in enumerate(TEXT_CASES)] + [(99, b"\xff\xfe[]")]
+    df = spark.createDataFrame(rows, "id int, messages binary")
+    judged = engine.judge(df, "messages", FMT, dedup="off")
+    got = {r["id"]: r["pb_reason_"] for r in judged.annotated.select("id", "pb_reason_").collect()}
+    assert got == {i: expected(v) for i, v in rows}
+
+
+@pytest.mark.spark
+def test_large_arrow_types(spark, engine):
+    rows = [(1, _j(("user", "a"), ("assistant", "b"))), (2, "[]"), (3, "[]"), (4, _j(("bot", "a")))]
+    df = spark.createDataFrame(rows, "id int, messages string")
+    spark.conf.set("spark.sql.execution.arrow.useLargeVarTypes", "true")
+    try:
+        judged = engine.judge(df, "messages", FMT, dedup="on")
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.useLargeVarTypes")
+    got = {r["id"]: r["pb_reason_"] for r in judged.annotated.select("id", "pb_reason_").collect()}
+    assert got == {i: expected(v) for i, v in rows}
+
+
+@pytest.mark.spark
+def test_duplicates_multiply_counts(judged_by_mode, repeated):
+    _, rows = repeated
+    on, off = judged_by_mode["on"], judged_by_mode["off"]
+    want = _counts(rows, value_index=1)
+    assert want == {"not_alternating": 5, "first_role": 4, "not_messages": 5}
+    for judged in (on, off):
+        assert judged.reasons == want
+        # A tie of counts goes to the reason whose first row comes first.
+        assert list(judged.reasons) == ["not_alternating", "not_messages", "first_role"]
+        assert (judged.units, judged.failed, judged.passed) == (20, 14, 6)
+    assert on.deduplicated and on.distinct_values == 4
+    assert not off.deduplicated and off.distinct_values == 18
+    assert on.extra["failing_distinct"] == 3
+
+
+@pytest.mark.spark
+def test_dedup_modes_give_the_same_table(spark, judged_by_mode, repeated):
+    from chispa import assert_df_equality
+
+    _, rows = repeated
+    want = _expected_df(spark, rows, "id int, messages string")
+    for judged in judged_by_mode.values():
+        assert_df_equality(judged.annotated, want, ignore_row_order=True, ignore_nullable=True)
+    auto = judged_by_mode["auto"]
+    assert auto.deduplicated  # 4 distinct of 18 values
+    assert auto.extra["distinct_estimate"] == 4
+
+
+@pytest.mark.spark
+def test_python_runs_after_the_aggregation_and_joins_back_by_broadcast(judged_by_mode):
+    on_plan = _final_plan(judged_by_mode["on"].extra["checked"])
+    # A plan prints top-down: a node's input is below it.
+    assert _first_line(on_plan, PYTHON_STEP) < _first_line(on_plan, AGGREGATE), on_plan
+    off_plan = _final_plan(judged_by_mode["off"].extra["checked"])
+    assert _first_line(off_plan, AGGREGATE) < _first_line(off_plan, PYTHON_STEP), off_plan
+    below_python = "\n".join(off_plan.splitlines()[_first_line(off_plan, PYTHON_STEP) + 1 :])
+    assert "Exchange" not in below_python  # without dedup, Python reads the scan directly
+
+    for judged in judged_by_mode.values():
+        annotated_plan = judged.annotated._jdf.queryExecution().executedPlan().toString()
+        assert "BroadcastHashJoin" in annotated_plan
+        assert "SortMergeJoin" not in annotated_plan
+        assert not re.search(PYTHON_STEP, annotated_plan)  # the check ran once, in judge
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("na_pass", [False, True])
+def test_nulls_follow_na_pass(spark, engine, na_pass):
+    from chispa import assert_df_equality
+
+    fmt = ChatFormat(na_pass=na_pass)
+    rows = [(1, None), (2, _j(("user", "Hi"))), (3, "null"), (4, None), (5, "[]")]
+    df = spark.createDataFrame(rows, "id int, messages string")
+    judged = engine.judge(df, "messages", fmt, dedup="on")
+    want = _expected_df(spark, rows, "id int, messages string", fmt)
+    assert_df_equality(judged.annotated, want, ignore_row_order=True, ignore_nullable=True)
+    assert judged.reasons == _counts(rows, fmt)
+    assert judged.reasons["not_messages"] == (1 if na_pass else 3)
+    assert judged.distinct_values == 3  # nulls never go to Python
+
+
+NATIVE_CASES = [
+    [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}],
+    [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}],
+    [],
+    [{"role": "user", "content": "Hi"}, {"role": "user", "content": "Hi"}],
+    [{"role": "bot", "content": "Hi"}],
+    [{"role": "user", "content": "Hi"}, {"role": "system", "content": "x"}],
+    [{"role": "assistant", "content": "Hi"}],
+    [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": ""}],
+    # Spark's hashes skip nulls: these two hash alike but fail differently.
+    [{"role": None, "content": "user"}, {"role": "assistant", "content": "x"}],
+    [{"role": "user", "content": None}, {"role": "assistant", "content": "x"}],
+    [None],
+    None,
+]
+
+
+@pytest.mark.spark
+def test_native_list_of_structs(spark, engine):
+    from chispa import assert_df_equality
+
+    rows = [(i, value) for i, value in enumerate(NATIVE_CASES)]
+    df = spark.createDataFrame(rows, NATIVE_SCHEMA)
+    judged = engine.judge(df, "messages", FMT, dedup="on")
+    assert_df_equality(
+        judged.annotated,
+        _expected_df(spark, rows, NATIVE_SCHEMA),
+        ignore_row_order=True,
+        ignore_nullable=True,
+    )
+    assert judged.reasons == _counts(rows)
+    assert judged.distinct_values == len(rows) - 2  # one repeat, one null
+    by_id = {r["id"]: r["pb_reason_"] for r in judged.annotated.collect()}
+    assert (by_id[8], by_id[9]) == ("bad_message", "empty_content")
+
+
+@pytest.mark.spark
+def test_native_list_of_maps(spark, engine):
+    rows = [(i, value) for i, value in enumerate(NATIVE_CASES[:8])]
+    df = spark.createDataFrame(rows, "id int, messages array<map<string,string>>")
+    judged = engine.judge(df, "messages", FMT, dedup="off")
+    got = {r["id"]: r["pb_reason_"] for r in judged.annotated.select("id", "pb_reason_").collect()}
+    assert got == {i: expected(v) for i, v in rows}
+
+
+@pytest.mark.spark
+def test_splits_and_helpers(spark, engine, judged_by_mode, repeated):
+    df, rows = repeated
+    judged = judged_by_mode["auto"]
+    failing, passing = engine.failing_rows(judged), engine.passing_rows(judged)
+    assert failing.columns == [*df.columns, "pb_reason_"]
+    assert passing.columns == df.columns
+    assert sorted(r["id"] for r in failing.collect()) == [
+        r[0] for r in rows if expected(r[1]) is not None
+    ]
+    assert passing.count() == judged.passed
+
+    assert engine.accepts(df) and not engine.accepts(rows)
+    assert engine.columns(df) == ["id", "messages"]
+    assert engine.row_count(df) == len(rows)
+    assert engine.segment_values(df, "messages") == sorted({v for _, v in rows if v}) + [None]
+    assert engine.filter_equal(df, "messages", "nope").count() == 3
+    assert engine.filter_equal(df, "messages", None).count() == 2
+    assert engine.preview(df, 3).num_rows == 3
+    assert engine.drop_columns(df, ["messages"]).columns == ["id"]
+    assert engine.concat([df, df]).count() == 2 * len(rows)
+
+
+@pytest.mark.spark
+def test_edge_tables(spark, engine):
+    empty = spark.createDataFrame([], "id int, messages string")
+    judged = engine.judge(empty, "messages", FMT)
+    assert (judged.units, judged.failed, judged.reasons, judged.distinct_values) == (0, 0, {}, 0)
+    assert judged.annotated.columns == ["id", "messages", "pb_reason_"]
+
+    clean = spark.createDataFrame(
+        [(1, _j(("user", "a"), ("assistant", "b")))], "id int, `odd.name` string"
+    )
+    judged = engine.judge(clean, "odd.name", FMT, reason_column="why")
+    assert judged.failed == 0
+    assert [tuple(r) for r in judged.annotated.collect()] == [
+        (1, _j(("user", "a"), ("assistant", "b")), None)
+    ]
+
+
+@pytest.mark.spark
+def test_bad_arguments_raise_before_any_job(spark, engine, text_df):
+    with pytest.raises(ValueError, match="dedup="):
+        engine.judge(text_df, "messages", FMT, dedup="yes")
+    with pytest.raises(KeyError, match="nope"):
+        engine.judge(text_df, "nope", FMT)
+    with pytest.raises(ValueError, match="already has a column"):
+        engine.judge(text_df, "messages", FMT, reason_column="label")
+
+
+@pytest.mark.spark
+def test_session_has_delta(spark, tmp_path):
+    assert spark_session.DELTA_EXTENSION in spark.conf.get("spark.sql.extensions")
+    path = str(tmp_path / "t")
+    spark.createDataFrame([(1, "a")], "id int, v string").write.format("delta").save(path)
+    assert spark.read.format("delta").load(path).collect()[0]["v"] == "a"
+    assert spark_session.get_spark() is spark  # an active session is reused
+    # With a JVM up and Delta loadable, no jars are added to a launcher's settings.
+    conf = spark_session.delta_conf({"spark.master": "local[2]"})
+    assert conf["spark.sql.extensions"] == spark_session.DELTA_EXTENSION
+    assert "spark.jars" not in conf and "spark.jars.packages" not in conf
+
+
+def test_jars_dir_from_env(tmp_path, monkeypatch):
+    (tmp_path / "delta-spark_4.1_2.13-4.1.0.jar").write_bytes(b"")
+    (tmp_path / "delta-storage-4.1.0.jar").write_bytes(b"")
+    monkeypatch.setenv(spark_session.JARS_DIR_ENV, str(tmp_path))
+    assert spark_session.find_jars_dir() == tmp_path
+    conf = spark_session.delta_conf({})
+    assert conf["spark.jars"].split(",") == [str(p) for p in sorted(tmp_path.glob("*.jar"))]
+    assert "spark.jars.packages" not in conf
+
+    monkeypatch.setenv(spark_session.JARS_DIR_ENV, str(tmp_path / "missing"))
+    with pytest.raises(FileNotFoundError):
+        spark_session.find_jars_dir()
+
+
+def test_delta_conf_keeps_what_the_launcher_set(monkeypatch):
+    launched = {
+        "spark.jars.packages": spark_session.DELTA_PACKAGE,
+        "spark.sql.extensions": "com.example.Ext",
+        "spark.sql.catalog.spark_catalog": "com.example.Catalog",
+    }
+    conf = spark_session.delta_conf(launched)
+    assert conf == {
+        "spark.sql.extensions": f"com.example.Ext,{spark_session.DELTA_EXTENSION}",
+        "spark.sql.catalog.spark_catalog": "com.example.Catalog",
+    }
+
+
+def test_delta_conf_falls_back_to_packages(monkeypatch):
+    monkeypatch.delenv(spark_session.JARS_DIR_ENV, raising=False)
+    monkeypatch.setattr(spark_session, "find_jars_dir", lambda: None)
+    conf = spark_session.delta_conf({})
+    assert conf["spark.jars.packages"] == spark_session.DELTA_PACKAGE
+    assert conf["spark.sql.catalog.spark_catalog"] == spark_session.DELTA_CATALOG
+
+
+def test_delta_conf_warns_when_a_running_driver_lacks_delta(monkeypatch):
+    monkeypatch.setattr(spark_session, "_delta_loadable", lambda: False)
+    with pytest.warns(RuntimeWarning, match="--packages io.delta"):
+        assert spark_session.delta_conf({"spark.master": "yarn"}) == {}
