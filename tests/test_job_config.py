@@ -104,3 +104,50 @@ def test_example_config_in_conf_loads():
     config = load_config(Path(__file__).resolve().parents[1] / "conf" / "example.yaml")
     assert config.steps[0].fmt.last_role == "assistant"
     assert config.outputs.valid
+
+
+def test_extended_checks_and_extra_columns_from_flags():
+    config = build_config(BASE, {"tools": True, "tools_column": "tools", "sharegpt": True})
+    step = config.steps[0]
+    assert step.fmt.tools and step.fmt.sharegpt
+    assert step.check().columns == ("messages", "tools")
+
+
+def test_tools_column_without_tools_is_refused():
+    with pytest.raises(ConfigError, match=r"columns\[1\] \(messages\): tools_column= needs tools=True"):
+        build_config(BASE, {"tools_column": "tools"})
+
+
+def test_sample_profile_takes_its_own_defaults():
+    fmt = build_config(BASE, {"profile": "sample"}).steps[0].fmt
+    assert (fmt.profile, fmt.alternate, fmt.allow_empty) == ("sample", False, True)
+    fmt = build_config({**BASE, "checks": {"profile": "sample", "alternate": True}}, {}).steps[0].fmt
+    assert fmt.alternate is True
+
+
+def test_dataset_type_config_builds_its_checks_from_the_source_columns():
+    raw = {k: v for k, v in BASE.items() if k != "columns"}
+    config = build_config({**raw, "dataset": {"type": "auto", "columns": {"prompt": "question"}}}, {})
+    assert config.steps == ()
+    checks = config.dataset.checks(["id", "question", "chosen", "rejected"])
+    assert [c.columns for c in checks] == [("question", "chosen", "rejected")]
+
+
+@pytest.mark.parametrize(
+    "dataset, message",
+    [
+        ({"type": "preferences"}, "dataset.type: 'preferences'"),
+        ({"format": "chatty"}, "dataset.format: 'chatty'"),
+        ({"typ": "preference"}, "unknown key 'typ'"),
+    ],
+)
+def test_bad_dataset_config_names_the_key(dataset, message):
+    with pytest.raises(ConfigError) as info:
+        build_config({**BASE, "dataset": dataset}, {})
+    assert message in str(info.value)
+
+
+def test_undetectable_dataset_type_is_a_config_error():
+    config = build_config({**BASE, "dataset": {"type": "auto"}}, {})
+    with pytest.raises(ConfigError, match="dataset: can't tell the dataset type"):
+        config.dataset.checks(["id", "body"])

@@ -45,6 +45,16 @@ def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--na-pass", dest="na_pass", action="store_true", default=None, help="missing values pass")
     p.add_argument("--role-key", dest="role_key", help="key of the role in each message (default: role)")
     p.add_argument("--content-key", dest="content_key", help="key of the content (default: content)")
+    p.add_argument("--tools", action="store_true", default=None, help="tool calling: tool turns, tool_calls")
+    p.add_argument("--tools-column", dest="tools_column", help="the row's declared tools (with --tools)")
+    p.add_argument("--images-column", dest="images_column", help="the row's images: one image part each")
+    p.add_argument("--harmony", action="store_true", default=None, help="Harmony: developer role, thinking")
+    p.add_argument("--sharegpt", action="store_true", default=None, help="ShareGPT from/value messages")
+    p.add_argument("--profile", choices=("sample",), help="the stricter sample profile")
+    p.add_argument("--dataset-type", dest="dataset_type",
+                   help="check a TRL dataset type: auto (detect), language_modeling, prompt_only, "
+                   "prompt_completion, preference, implicit_preference, unpaired_preference")
+    p.add_argument("--dataset-format", dest="dataset_format", choices=("auto", "conversational", "standard"))
     p.add_argument("--quarantine", help="where failing rows go (Delta)")
     p.add_argument("--summary", help="where the per-step summary goes (Delta)")
     p.add_argument("--valid", help="where passing rows go (Delta, optional)")

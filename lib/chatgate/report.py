@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
-from .steps import ASSERTION_TYPE, Step
+from .steps import Step
 
 if TYPE_CHECKING:
     from .engines.base import Engine
@@ -41,7 +41,7 @@ def step_cells(step: Step) -> list[str]:
         evaluated = "✓"
     return [
         str(step.i),
-        ASSERTION_TYPE + "()",
+        step.assertion_type + "()",
         step.columns_text(),
         step.values_text(),
         "",

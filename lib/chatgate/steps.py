@@ -7,17 +7,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .engines.base import Judged
-from .rules import DEFAULT_ROLES, ChatFormat, phrase
+from .rules import DEFAULT_ROLES, ChatCheck, ChatFormat, RowCheck, phrase
 from .thresholds import Actions, Thresholds
 
 ASSERTION_TYPE = "col_vals_chat_format"
-SHORT_TYPE = "chat_format"
+DATASET_ASSERTION_TYPE = "col_vals_dataset_type"
+SHORT_TYPES = {ASSERTION_TYPE: "chat_format", DATASET_ASSERTION_TYPE: "dataset_type"}
 DEFAULT_DIMENSION = "validity"
 
 
 @dataclass
 class Step:
-    """One step: one column (and segment) checked with one ChatFormat."""
+    """One step: one row check (a chat column, or a dataset type's columns) on one segment.
+
+    `column` is what the report shows in COLUMNS; `check` is what the engine runs
+    (built from `column` and `fmt` when not given).
+    """
 
     i: int
     column: str
@@ -30,6 +35,8 @@ class Step:
     active: bool = True
     dimension: str = DEFAULT_DIMENSION
     dedup: str = "auto"
+    check: RowCheck | None = None
+    assertion_type: str = ASSERTION_TYPE
     # Filled in by interrogate():
     judged: Judged | None = field(default=None, repr=False)
     eval_error: str | None = None
@@ -37,6 +44,14 @@ class Step:
     extract: Any = field(default=None, repr=False)
     column_number: int | None = None
     seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.check is None:
+            self.check = ChatCheck(self.column, self.fmt)
+
+    @property
+    def short_type(self) -> str:
+        return SHORT_TYPES[self.assertion_type]
 
     @property
     def evaluated(self) -> bool:
@@ -69,12 +84,15 @@ class Step:
         return dict(self.judged.reasons) if self.judged else {}
 
     def assertion(self) -> str:
-        """'messages is a chat of {system, user, assistant}'"""
-        return f"{self.column} is a chat of {{{', '.join(self.fmt.roles)}}}"
+        """'messages is a chat of {system, user, assistant}', or what the check says of itself."""
+        return self.check.describe()
 
     def values_text(self) -> str:
         """The VALUES cell, such as 'CHAT ALTERNATING LAST: ASSISTANT'."""
         fmt = self.fmt
+        if not isinstance(self.check, ChatCheck):
+            kind = getattr(self.check, "dataset_type", "rows").upper().replace("_", " ")
+            return f"{kind} ({getattr(self.check, 'format', 'auto').upper()})"
         parts = ["CHAT"]
         if fmt.roles != DEFAULT_ROLES:
             parts.append("ROLES: " + ", ".join(r.upper() for r in fmt.roles))
@@ -90,6 +108,9 @@ class Step:
             parts.append(f"KEYS: {fmt.role_key}/{fmt.content_key}")
         if fmt.na_pass:
             parts.append("NA PASS")
+        parts += [flag for flag, on in (("TOOLS", fmt.tools), ("SHAREGPT", fmt.sharegpt), ("HARMONY", fmt.harmony)) if on]
+        if fmt.profile:
+            parts.append(f"PROFILE: {fmt.profile.upper()}")
         return " ".join(parts)
 
     def columns_text(self) -> str:
@@ -100,6 +121,8 @@ class Step:
         return f"{self.column} [{name} = {shown}]"
 
     def auto_brief(self) -> str:
+        if not isinstance(self.check, ChatCheck):
+            return f"Expect that {self.check.describe()}."
         brief = f"Expect that values in `{self.column}` are well-formed chat conversations"
         if self.fmt.last_role:
             brief += f" ending with {self.fmt.last_role}"
@@ -117,19 +140,23 @@ class Step:
     def note(self) -> str | None:
         """The seed's note: how many rows fail, and with which problems."""
         if self.eval_error:
-            return f"Step {self.i} ({SHORT_TYPE}) couldn't be evaluated: {self.eval_error}"
+            return f"Step {self.i} ({self.short_type}) couldn't be evaluated: {self.eval_error}"
         if not self.judged or not self.judged.failed:
             return None
-        return f"Step {self.i} ({SHORT_TYPE}) " + failure_sentence(self.judged.failed, self.judged.reasons)
+        what = ("conversation", "conversations")
+        if not isinstance(self.check, ChatCheck):
+            kind = getattr(self.check, "dataset_type", "").replace("_", " ")
+            what = (f"{kind} row".strip(), f"{kind} rows".strip())
+        return f"Step {self.i} ({self.short_type}) " + failure_sentence(
+            self.judged.failed, self.judged.reasons, what
+        )
 
 
-def failure_sentence(failed: int, reasons: dict[str, int]) -> str:
+def failure_sentence(
+    failed: int, reasons: dict[str, int], what: tuple[str, str] = ("conversation", "conversations")
+) -> str:
     """'2 rows aren't well-formed conversations: 1 has ... and 1 has .... The problem ...'"""
-    head = (
-        "1 row isn't a well-formed conversation"
-        if failed == 1
-        else f"{failed} rows aren't well-formed conversations"
-    )
+    head = f"1 row isn't a well-formed {what[0]}" if failed == 1 else f"{failed} rows aren't well-formed {what[1]}"
     parts = [phrase(reason, count) for reason, count in reasons.items()]
     listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
     where = "The problem with the row" if failed == 1 else "The problem with each row"

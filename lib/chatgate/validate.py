@@ -16,9 +16,9 @@ from .engines import REASON_COLUMN, engine_for
 from .engines.base import Engine
 from .errors import ChatgateError
 from .report import StepReport, render_html, render_text
-from .rules import DEFAULT_ROLES, ChatFormat
+from .rules import DEFAULT_ROLES, ChatCheck, ChatFormat, RowCheck, dataset_checks
 from .selectors import Column, Selector, resolve_columns
-from .steps import ASSERTION_TYPE, DEFAULT_DIMENSION, Step
+from .steps import ASSERTION_TYPE, DATASET_ASSERTION_TYPE, DEFAULT_DIMENSION, Step
 from .thresholds import Actions, Thresholds, normalize_thresholds, run_actions
 
 ROW_NUMBER_COLUMN = "_row_num_"
@@ -32,6 +32,7 @@ class _Directive:
 
     columns: Any
     fmt: ChatFormat
+    make_check: Callable[[str], RowCheck]
     pre: Callable | None
     segments: Any
     thresholds: Thresholds | None
@@ -40,6 +41,7 @@ class _Directive:
     active: bool | Callable
     dimension: str
     dedup: str
+    assertion_type: str = ASSERTION_TYPE
 
 
 class Validate:
@@ -96,10 +98,21 @@ class Validate:
         dimension: str | None = None,
         *,
         dedup: Literal["auto", "on", "off"] = "auto",
+        tools: bool = False,
+        harmony: bool = False,
+        thinking_key: str | None = None,
+        sharegpt: bool = False,
+        text_key: str = "text",
+        image_token: str | None = None,
+        profile: str | None = None,
+        tools_column: str | None = None,
+        images_column: str | None = None,
     ) -> Validate:
         """Check that each value of `columns` is a well-formed chat conversation.
 
-        One step per column (and per segment). See the README for the problem codes.
+        One step per column (and per segment). The keyword-only options extend the
+        check (tool calls, Harmony, ShareGPT, vision, the sample profile); see the
+        README for them and for the problem codes.
         """
         fmt = ChatFormat(
             roles=roles,
@@ -110,7 +123,69 @@ class Validate:
             role_key=role_key,
             content_key=content_key,
             na_pass=na_pass,
+            tools=tools,
+            harmony=harmony,
+            thinking_key=thinking_key,
+            sharegpt=sharegpt,
+            text_key=text_key,
+            image_token=image_token,
+            profile=profile,
         )
+        ChatCheck("_", fmt, tools_column, images_column)  # fail fast on the extra columns
+
+        def make_check(column: str) -> RowCheck:
+            return ChatCheck(column, fmt, tools_column, images_column)
+
+        return self._add(
+            columns, fmt, make_check, pre, segments, thresholds, actions, brief, active, dimension, dedup
+        )
+
+    def col_vals_dataset_type(
+        self,
+        dataset_type: str | None = None,
+        *,
+        columns: dict[str, str] | None = None,
+        format: Literal["auto", "conversational", "standard"] = "auto",
+        tools_column: str | None = "tools",
+        images_column: str | None = "images",
+        pre: Callable | None = None,
+        segments: Any = None,
+        thresholds: Any = None,
+        actions: Actions | None = None,
+        brief: str | bool | None = None,
+        active: bool | Callable = True,
+        dimension: str | None = None,
+        dedup: Literal["auto", "on", "off"] = "auto",
+        **chat_options: Any,
+    ) -> Validate:
+        """Check the rows of a TRL dataset type (detected from the columns when not named).
+
+        `columns` maps the type's fields to the table's columns (`{"prompt": "question"}`);
+        `chat_options` are the keyword arguments of `col_vals_chat_format` that say
+        what a conversation is (roles, tools, sharegpt, ...).
+        """
+        checks = dataset_checks(
+            dataset_type,
+            self.engine.columns(self.data),
+            format=format,
+            columns=columns,
+            tools_column=tools_column,
+            images_column=images_column,
+            **chat_options,
+        )
+        for check in checks:
+            fmt = getattr(check, "fmt", ChatFormat())
+            self._add(
+                [", ".join(check.columns)], fmt, lambda _name, check=check: check, pre, segments,
+                thresholds, actions, brief, active, dimension, dedup, DATASET_ASSERTION_TYPE,
+            )
+        return self
+
+    def _add(
+        self, columns, fmt, make_check, pre, segments, thresholds, actions, brief, active, dimension, dedup,
+        assertion_type: str = ASSERTION_TYPE,
+    ) -> Validate:
+        """Check what every step method shares, then record the directive."""
         if pre is not None and not callable(pre):
             raise TypeError(f"pre= must be a callable that takes and returns a table, not {pre!r}")
         if not (isinstance(active, bool) or callable(active)):
@@ -125,11 +200,13 @@ class Validate:
         _check_segments(segments)
         if isinstance(columns, (list, tuple)) and not columns:
             raise ValueError("columns= is empty: name at least one column")
-        resolve_columns(columns, self.engine.columns(self.data))  # fail fast on a bad columns= type
+        if assertion_type == ASSERTION_TYPE:
+            resolve_columns(columns, self.engine.columns(self.data))  # fail fast on a bad columns=
         self._plan.append(
             _Directive(
                 columns=columns,
                 fmt=fmt,
+                make_check=make_check,
                 pre=pre,
                 segments=segments,
                 thresholds=None if thresholds is None else normalize_thresholds(thresholds),
@@ -138,6 +215,7 @@ class Validate:
                 active=active,
                 dimension=dimension or DEFAULT_DIMENSION,
                 dedup=dedup,
+                assertion_type=assertion_type,
             )
         )
         return self
@@ -158,7 +236,7 @@ class Validate:
     def _expand(self, d: _Directive) -> list[Step]:
         """The steps of one directive; what can't be expanded becomes a step with an eval error."""
         available = self.engine.columns(self.data)
-        columns = resolve_columns(d.columns, available)
+        columns = resolve_columns(d.columns, available) if d.assertion_type == ASSERTION_TYPE else d.columns
         error = None
         if not columns:
             columns = [_columns_text(d.columns)]
@@ -190,6 +268,8 @@ class Validate:
                     active=bool(active),
                     dimension=d.dimension,
                     dedup=d.dedup,
+                    check=d.make_check(column),
+                    assertion_type=d.assertion_type,
                 )
                 step.eval_error = error if step.active else None
                 out.append(step)
@@ -220,16 +300,17 @@ class Validate:
                 if step.segment[0] not in columns:
                     raise ChatgateError(f"the segment column {step.segment[0]!r} isn't in the table")
                 table = self.engine.filter_equal(table, *step.segment)
-            if step.column not in columns:
-                raise ChatgateError(f"column {step.column!r} isn't in the table (columns: {columns})")
+            missing = [c for c in step.check.columns if c not in columns]
+            if missing:
+                raise ChatgateError(f"column {missing[0]!r} isn't in the table (columns: {columns})")
             clash = [c for c in RESERVED_COLUMNS if c in columns]
             if clash:
                 raise ChatgateError(
                     f"the table already has a column {clash[0]!r}, which chatgate adds to its "
                     "results: rename or drop it (pre= can do that)"
                 )
-            step.column_number = columns.index(step.column) + 1
-            step.judged = self.engine.judge(table, step.column, step.fmt, dedup=step.dedup)
+            step.column_number = columns.index(step.check.columns[0]) + 1
+            step.judged = self.engine.judge_check(table, step.check, dedup=step.dedup)
         except ChatgateError as exc:
             step.eval_error = str(exc)
             return
@@ -246,7 +327,7 @@ class Validate:
                 {
                     "step": step.i,
                     "column": step.column,
-                    "type": ASSERTION_TYPE,
+                    "type": step.assertion_type,
                     "failed": step.failed,
                     "units": step.units,
                     "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -362,7 +443,7 @@ class Validate:
         if type not in ("pass", "fail"):
             raise ValueError(f"type= must be 'pass' or 'fail', not {type!r}")
         steps = [s for s in self.steps if s.evaluated and s.pre is None and s.segment is None]
-        return self.engine.sunder(self.data, [(s.column, s.fmt, s.dedup) for s in steps], type)
+        return self.engine.sunder(self.data, [(s.check, s.dedup) for s in steps], type)
 
     def get_health(self) -> dict[str, float]:
         """The fraction of passing units, overall and per dimension (evaluated steps only)."""
@@ -431,9 +512,9 @@ def _describe(exc: BaseException) -> str:
 def _step_json(s: Step) -> dict:
     return {
         "i": s.i,
-        "assertion_type": ASSERTION_TYPE,
+        "assertion_type": s.assertion_type,
         "column": s.column,
-        "values": s.fmt.as_dict(),
+        "values": s.check.as_dict(),
         "pre": s.pre is not None,
         "segments": None if s.segment is None else list(s.segment),
         "thresholds": s.thresholds.as_dict(),

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..errors import ChatgateError
-from ..rules import REASONS, ChatFormat
+from ..rules import ChatCheck, ChatFormat, RowCheck, reason_rank
 
 Dedup = Literal["auto", "on", "off"]
 REASON_COLUMN = "pb_reason_"
@@ -48,8 +48,7 @@ def ordered_reasons(counts: dict[str, int], first_seen: dict[str, int] | None = 
     rank = first_seen or {}
 
     def key(reason: str):
-        order = REASONS.index(reason) if reason in REASONS else len(REASONS)
-        return (-counts[reason], rank.get(reason, 0), order, reason)
+        return (-counts[reason], rank.get(reason, 0), reason_rank(reason), reason)
 
     return {reason: counts[reason] for reason in sorted(counts, key=key)}
 
@@ -67,7 +66,6 @@ class Engine(ABC):
     def columns(self, table: Any) -> list[str]:
         """The column names of `table`, in order."""
 
-    @abstractmethod
     def judge(
         self,
         table: Any,
@@ -77,7 +75,19 @@ class Engine(ABC):
         dedup: Dedup = "auto",
         reason_column: str = REASON_COLUMN,
     ) -> Judged:
-        """Judge `column` of `table`; see `Judged`."""
+        """Judge one chat column: `judge_check` with the core check of `column`."""
+        return self.judge_check(table, ChatCheck(column, fmt), dedup=dedup, reason_column=reason_column)
+
+    @abstractmethod
+    def judge_check(
+        self,
+        table: Any,
+        check: RowCheck,
+        *,
+        dedup: Dedup = "auto",
+        reason_column: str = REASON_COLUMN,
+    ) -> Judged:
+        """Judge the columns `check.columns` of `table` together, with `check.check` only; see `Judged`."""
 
     @abstractmethod
     def failing_rows(self, judged: Judged) -> Any:
@@ -107,13 +117,13 @@ class Engine(ABC):
     def preview(self, table: Any, limit: int) -> Any:
         """The first `limit` rows of `table` as a pyarrow Table, for display."""
 
-    def sunder(self, table: Any, checks: list[tuple[str, ChatFormat, Dedup]], kind: str) -> Any:
+    def sunder(self, table: Any, checks: list[tuple[RowCheck, Dedup]], kind: str) -> Any:
         """The rows of `table` that pass every check (kind="pass") or fail one (kind="fail")."""
         if not checks:
             raise ChatgateError("no step can split the data: every step has pre=, segments= or didn't run")
         passing, failing = table, []
-        for column, fmt, dedup in checks:
-            judged = self.judge(passing, column, fmt, dedup=dedup)
+        for check, dedup in checks:
+            judged = self.judge_check(passing, check, dedup=dedup)
             if kind == "fail":
                 failing.append(self.drop_columns(self.failing_rows(judged), [judged.reason_column]))
             passing = self.passing_rows(judged)

@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..rules import ChatFormat, check_array, check_values
+from ..rules import ChatCheck, RowCheck, check_values
 from .base import REASON_COLUMN, Dedup, Engine, Judged, ordered_reasons
 
 ROW_NUMBER_COLUMN = "_row_num_"
@@ -40,26 +40,29 @@ class LocalEngine(Engine):
     def row_count(self, table: Any) -> int:
         return len(table)
 
-    def judge(
+    def judge_check(
         self,
         table: Any,
-        column: str,
-        fmt: ChatFormat,
+        check: RowCheck,
         *,
         dedup: Dedup = "auto",
         reason_column: str = REASON_COLUMN,
     ) -> Judged:
-        values = column_as_arrow(table, column, exact=True)
         deduplicated = False
-        if isinstance(values, pa.Array):
-            if dedup != "off" and _is_text(values.type):
-                values = pc.dictionary_encode(values)
-                deduplicated = True
-            codes = check_array(values, fmt)
-            distinct = len(values.dictionary) if deduplicated else len(values)
-        else:  # Python objects of mixed kinds that Arrow can't hold in one array
-            codes = check_values(values, fmt)
-            distinct = len(values)
+        if isinstance(check, ChatCheck) and len(check.columns) == 1:
+            values = column_as_arrow(table, check.column, exact=True)
+            if isinstance(values, pa.Array):
+                if dedup != "off" and _is_text(values.type):
+                    values = pc.dictionary_encode(values)
+                    deduplicated = True
+                codes = check.check(pa.table({check.column: values}))
+                distinct = len(values.dictionary) if deduplicated else len(values)
+            else:  # Python objects of mixed kinds that Arrow can't hold in one array
+                codes = check_values(values, check.fmt)
+                distinct = len(values)
+        else:
+            codes = _check_rows(table, check)
+            distinct = len(codes)
         counts, first_seen = _count(codes)
         return Judged(
             units=len(codes),
@@ -81,13 +84,13 @@ class LocalEngine(Engine):
     def extract(self, judged: Judged) -> Any:
         return self.with_row_numbers_where(judged.annotated, _mask(judged, failing=True))
 
-    def sunder(self, table: Any, checks: list[tuple[str, ChatFormat, Dedup]], kind: str) -> Any:
+    def sunder(self, table: Any, checks: list[tuple[RowCheck, Dedup]], kind: str) -> Any:
         """Like Engine.sunder, but keeps the rows in their order."""
         if not checks:
             return super().sunder(table, checks, kind)
         passing = None
-        for column, fmt, dedup in checks:
-            mask = _mask(self.judge(table, column, fmt, dedup=dedup), failing=False)
+        for check, dedup in checks:
+            mask = _mask(self.judge_check(table, check, dedup=dedup), failing=False)
             passing = mask if passing is None else passing & mask
         return _filter(table, passing if kind == "pass" else ~passing)
 
@@ -133,6 +136,19 @@ class LocalEngine(Engine):
         import polars as pl
 
         return pl.concat(tables)
+
+
+def _check_rows(table: Any, check: RowCheck) -> pa.StringArray:
+    """Codes of a check that reads several columns: as one Arrow table, or row by row."""
+    columns = list(check.columns)
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise KeyError(f"column {missing[0]!r} isn't in the table; its columns are {list(table.columns)}")
+    arrays = {c: column_as_arrow(table, c, exact=True) for c in columns}
+    if all(isinstance(a, pa.Array) for a in arrays.values()):
+        return check.check(pa.table(arrays))
+    rows = zip(*(a if isinstance(a, list) else a.to_pylist() for a in arrays.values()))
+    return pa.array([check.check_row(dict(zip(columns, row))) for row in rows], pa.string())
 
 
 def column_as_arrow(table: Any, column: str, *, exact: bool = False) -> pa.Array | list:

@@ -16,7 +16,15 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError
-from ..rules import ChatFormat
+from ..rules import (
+    DATASET_TYPES,
+    FORMATS,
+    ChatCheck,
+    ChatFormat,
+    RowCheck,
+    dataset_checks,
+    sample_profile,
+)
 from ..thresholds import Thresholds
 
 ENGINES = ("duckdb", "spark")
@@ -27,10 +35,41 @@ _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 
 @dataclass(frozen=True)
 class StepConfig:
-    """One step: a column and how its conversations must look."""
+    """One step: a chat column and how its conversations must look."""
 
     column: str
     fmt: ChatFormat = field(default_factory=ChatFormat)
+    tools_column: str | None = None
+    images_column: str | None = None
+
+    def check(self) -> RowCheck:
+        return ChatCheck(self.column, self.fmt, self.tools_column, self.images_column)
+
+
+@dataclass(frozen=True)
+class DatasetConfig:
+    """Steps of a TRL dataset type, built once the source's columns are known."""
+
+    type: str | None = None  # None: detect it from the columns
+    format: str = "auto"
+    columns: tuple[tuple[str, str], ...] = ()
+    fmt: ChatFormat = field(default_factory=ChatFormat)
+    tools_column: str | None = "tools"
+    images_column: str | None = "images"
+
+    def checks(self, source_columns: list[str]) -> list[RowCheck]:
+        try:
+            return dataset_checks(
+                self.type,
+                source_columns,
+                chat=self.fmt,
+                format=self.format,
+                columns=dict(self.columns),
+                tools_column=self.tools_column,
+                images_column=self.images_column,
+            )
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"dataset: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -47,6 +86,7 @@ class JobConfig:
     source: str
     steps: tuple[StepConfig, ...]
     outputs: OutputConfig
+    dataset: DatasetConfig | None = None
     engine: str = "duckdb"
     run_id: str = ""
     thresholds: Thresholds = field(default_factory=Thresholds)
@@ -57,8 +97,10 @@ class JobConfig:
             raise ConfigError(f"engine: {self.engine!r} isn't one of {list(ENGINES)}")
         if self.dedup not in DEDUP_MODES:
             raise ConfigError(f"dedup: {self.dedup!r} isn't one of {list(DEDUP_MODES)}")
-        if not self.steps:
-            raise ConfigError("columns: name at least one chat column to check (--column NAME)")
+        if not self.steps and self.dataset is None:
+            raise ConfigError(
+                "columns: name at least one chat column to check (--column NAME), or a dataset type"
+            )
         if not self.run_id:
             object.__setattr__(self, "run_id", new_run_id())
         elif not _RUN_ID.match(self.run_id):
@@ -77,7 +119,9 @@ def new_run_id() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + secrets.token_hex(3)
 
 
-TOP_KEYS = {"source", "engine", "columns", "checks", "outputs", "thresholds", "run_id", "dedup"}
+TOP_KEYS = {"source", "engine", "columns", "dataset", "checks", "outputs", "thresholds", "run_id", "dedup"}
+_COLUMN_KEYS = ("tools_column", "images_column")
+_DATASET_KEYS = {"type", "format", "columns", "tools_column", "images_column"}
 
 
 def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> JobConfig:
@@ -118,13 +162,19 @@ def build_config(raw: dict[str, Any], overrides: dict[str, Any]) -> JobConfig:
         if overrides.get(key) is not None:
             thresholds[key] = overrides[key]
     columns = overrides.get("columns") or raw.get("columns")
+    dataset = dict(_mapping(raw.get("dataset"), "dataset"))
+    for key, flag in (("type", "dataset_type"), ("format", "dataset_format")):
+        if overrides.get(flag):
+            dataset[key] = overrides[flag]
+    column_extras = {k: overrides[k] for k in _COLUMN_KEYS if overrides.get(k)}
     source = overrides.get("source") or raw.get("source")
     if not source:
         raise ConfigError("source: name the table to check (--source PATH or a catalog table)")
     return JobConfig(
         source=str(source),
-        steps=_steps(columns, checks),
+        steps=_steps(columns, checks, column_extras) if columns or not dataset else (),
         outputs=_outputs(outputs),
+        dataset=_dataset(dataset, checks) if dataset else None,
         engine=overrides.get("engine") or raw.get("engine") or "duckdb",
         run_id=str(overrides.get("run_id") or raw.get("run_id") or ""),
         thresholds=_thresholds(thresholds),
@@ -147,7 +197,27 @@ def _mapping(value: Any, key: str) -> dict[str, Any]:
     return value
 
 
-def _steps(columns: Any, checks: dict[str, Any]) -> tuple[StepConfig, ...]:
+def _dataset(raw: dict[str, Any], checks: dict[str, Any]) -> DatasetConfig:
+    unknown = set(raw) - _DATASET_KEYS
+    if unknown:
+        raise ConfigError(f"dataset: unknown key {sorted(unknown)[0]!r}; known keys: {sorted(_DATASET_KEYS)}")
+    kind = raw.get("type")
+    if kind not in (None, "auto", *DATASET_TYPES):
+        raise ConfigError(f"dataset.type: {kind!r} isn't one of {['auto', *DATASET_TYPES]}")
+    if raw.get("format", "auto") not in FORMATS:
+        raise ConfigError(f"dataset.format: {raw['format']!r} isn't one of {list(FORMATS)}")
+    mapping = _mapping(raw.get("columns"), "dataset.columns")
+    return DatasetConfig(
+        type=None if kind in (None, "auto") else kind,
+        format=raw.get("format", "auto"),
+        columns=tuple((str(k), str(v)) for k, v in mapping.items()),
+        fmt=_fmt(checks, "dataset"),
+        tools_column=raw.get("tools_column", "tools"),
+        images_column=raw.get("images_column", "images"),
+    )
+
+
+def _steps(columns: Any, checks: dict[str, Any], extras: dict[str, Any]) -> tuple[StepConfig, ...]:
     if columns is None:
         raise ConfigError("columns: name at least one chat column to check (--column NAME)")
     if isinstance(columns, str):
@@ -163,7 +233,15 @@ def _steps(columns: Any, checks: dict[str, Any]) -> tuple[StepConfig, ...]:
             name = item["name"]
         else:
             raise ConfigError(f"columns[{n}]: must be a column name or a mapping with 'name', not {item!r}")
-        steps.append(StepConfig(column=name, fmt=_fmt({**checks, **own}, f"columns[{n}] ({name})")))
+        own = {**extras, **own}
+        where = f"columns[{n}] ({name})"
+        placed = {k: own.pop(k) for k in _COLUMN_KEYS if k in own}
+        fmt = _fmt({**checks, **own}, where)
+        try:
+            ChatCheck(name, fmt, **placed)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+        steps.append(StepConfig(column=name, fmt=fmt, **placed))
     return tuple(steps)
 
 
@@ -173,8 +251,12 @@ def _fmt(params: dict[str, Any], where: str) -> ChatFormat:
         raise ConfigError(f"{where}: unknown check key {sorted(unknown)[0]!r}; known keys: {list(_CHECK_KEYS)}")
     if isinstance(params.get("roles"), str):
         params = {**params, "roles": [r.strip() for r in params["roles"].split(",") if r.strip()]}
+    given = {k: v for k, v in params.items() if v is not None}
     try:
-        return ChatFormat(**{k: v for k, v in params.items() if v is not None})
+        if given.get("profile") == "sample":
+            # The sample profile's own defaults (no alternation or blank check) unless set here.
+            return sample_profile(**{k: v for k, v in given.items() if k != "profile"})
+        return ChatFormat(**given)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: {exc}") from None
 

@@ -9,7 +9,6 @@ from datetime import datetime
 import pyarrow as pa
 
 from ..engines.base import Judged
-from ..steps import ASSERTION_TYPE
 
 # Columns the job adds to quarantined rows. A source that already has one is refused.
 REASON = "pb_reason_"
@@ -85,7 +84,7 @@ def summary_table(
             "deduplicated": r.judged.deduplicated,
             "reasons": list(r.judged.reasons.items()),
             "levels": r.levels,
-            "parameters": json.dumps({"type": ASSERTION_TYPE, **r.parameters}, sort_keys=True),
+            "parameters": json.dumps(r.parameters, sort_keys=True),
         }
         for r in results
     ]

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import SourceError
-from ..steps import Step
+from ..rules import RowCheck
 from .backend import JobBackend
 from .config import JobConfig
 from .outputs import RESERVED, RUN_ID, StepResult, summary_table
@@ -64,29 +64,28 @@ def run(config: JobConfig, backend: JobBackend | None = None) -> RunResult:
     started_at = datetime.now(timezone.utc)
     table = backend.read_source(config.source)
     source_columns = backend.engine.columns(table)
-    _check_source_columns(config, source_columns)
+    checks = row_checks(config, source_columns)
+    _check_source_columns(config, checks, source_columns)
     source_version = backend.source_version(config.source)
 
     annotated = table
     results: list[StepResult] = []
     reason_columns: list[str] = []
-    for n, step_config in enumerate(config.steps, start=1):
+    for n, check in enumerate(checks, start=1):
         reason_column = f"__pb_reason_{n}"
-        log.info("step %d: checking column %r", n, step_config.column)
-        judged = backend.engine.judge(
-            annotated, step_config.column, step_config.fmt, dedup=config.dedup, reason_column=reason_column
-        )
+        column = ", ".join(check.columns)
+        log.info("step %d: checking %s", n, column)
+        judged = backend.engine.judge_check(annotated, check, dedup=config.dedup, reason_column=reason_column)
         annotated = judged.annotated
         reason_columns.append(reason_column)
-        step = Step(i=n, column=step_config.column, fmt=step_config.fmt, thresholds=config.thresholds)
         results.append(
             StepResult(
                 step=n,
-                column=step_config.column,
-                assertion=step.assertion(),
+                column=column,
+                assertion=check.describe(),
                 judged=judged,
                 levels=config.thresholds.reached(failed=judged.failed, units=judged.units),
-                parameters={**step_config.fmt.as_dict(), "dedup": config.dedup},
+                parameters={**check.as_dict(), "dedup": config.dedup},
             )
         )
 
@@ -120,16 +119,25 @@ def run(config: JobConfig, backend: JobBackend | None = None) -> RunResult:
     )
 
 
-def _check_source_columns(config: JobConfig, columns: list[str]) -> None:
+def row_checks(config: JobConfig, source_columns: list[str]) -> list[RowCheck]:
+    """The checks of a run, in step order: the dataset type's first, then each chat column's."""
+    dataset = config.dataset.checks(source_columns) if config.dataset else []
+    return dataset + [step.check() for step in config.steps]
+
+
+def _check_source_columns(config: JobConfig, checks: list[RowCheck], columns: list[str]) -> None:
     clash = [c for c in RESERVED if c in columns]
     if clash:
         raise SourceError(
             f"the source already has the column {clash[0]!r}, which chatgate adds to its outputs; "
             "rename it before checking this table"
         )
-    for step in config.steps:
-        if step.column not in columns:
-            raise SourceError(f"column {step.column!r} isn't in the source {config.source!r}; its columns are {columns}")
+    for check in checks:
+        for column in check.columns:
+            if column not in columns:
+                raise SourceError(
+                    f"column {column!r} isn't in the source {config.source!r}; its columns are {columns}"
+                )
 
 
 def _write_outputs(backend, config, quarantine, valid, results, started_at, source_version):
