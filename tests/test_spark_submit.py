@@ -1,0 +1,134 @@
+"""End to end: `spark-submit jobs/validate_chat.py` on a generated Delta table, outputs read back.
+
+The table holds every reason code and about 30% duplicate values. The outputs are
+checked row by row against the reference check, and the README's Spark SQL runs
+over them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, write_deltalake
+
+from chatgate import first_problem
+from chatgate.engines.spark_session import delta_jars
+from chatgate.rules import REASONS
+from chatgate.sample import chat_table
+
+pytestmark = pytest.mark.spark
+
+REPO = Path(__file__).resolve().parents[1]
+CHECKS = {"first_role": "user", "last_role": "assistant"}
+
+
+def _spark_submit(*flags: str) -> subprocess.CompletedProcess:
+    jars = ",".join(str(j) for j in delta_jars())
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    command = [
+        str(Path(sys.executable).with_name("spark-submit")),
+        "--master", "local[2]",
+        "--conf", "spark.ui.enabled=false",
+        "--conf", "spark.sql.shuffle.partitions=2",
+        "--jars", jars,
+        str(REPO / "jobs" / "validate_chat.py"),
+        *flags,
+    ]
+    return subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory):
+    path = tmp_path_factory.mktemp("lake")
+    table = chat_table(600, seed=21, duplicate_fraction=0.3, defect_fraction=0.25)
+    write_deltalake(str(path / "chats"), table)
+    return path, table
+
+
+def _flags(path: Path, *extra: str) -> list[str]:
+    return [
+        "--source", str(path / "chats"),
+        "--column", "messages",
+        "--first-role", "user",
+        "--last-role", "assistant",
+        "--quarantine", str(path / "chat_quarantine"),
+        "--summary", str(path / "chat_summary"),
+        "--valid", str(path / "chats_valid"),
+        "--run-id", "nightly",
+        *extra,
+    ]
+
+
+def _read(path: Path) -> pa.Table:
+    return DeltaTable(str(path)).to_pyarrow_table()
+
+
+@pytest.fixture(scope="module")
+def first_run(lake):
+    path, _ = lake
+    done = _spark_submit(*_flags(path))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def test_spark_submit_writes_every_failing_row_and_conserves_rows(lake, first_run):
+    path, table = lake
+    expected = {
+        row_id: code
+        for row_id, value in zip(table["id"].to_pylist(), table["messages"].to_pylist())
+        if (code := first_problem(value, **CHECKS))
+    }
+    assert set(expected.values()) == set(REASONS)
+    assert len(set(table["messages"].to_pylist())) < 0.8 * table.num_rows
+
+    quarantine = _read(path / "chat_quarantine")
+    assert dict(zip(quarantine["id"].to_pylist(), quarantine["pb_reason_"].to_pylist())) == expected
+    assert quarantine.num_rows == len(expected)
+    valid = _read(path / "chats_valid")
+    assert sorted(valid["id"].to_pylist()) == sorted(set(table["id"].to_pylist()) - set(expected))
+    assert valid.num_rows + len(set(quarantine["id"].to_pylist())) == table.num_rows
+
+    summary = _read(path / "chat_summary").to_pylist()
+    assert [(s["run_id"], s["engine"], s["units"], s["failed"]) for s in summary] == [
+        ("nightly", "spark", 600, len(expected))
+    ]
+    assert dict(summary[0]["reasons"]) == {c: list(expected.values()).count(c) for c in set(expected.values())}
+    assert "chatgate run nightly · engine spark" in first_run.stdout
+    assert "status: 0" in first_run.stdout
+
+
+def test_rerun_with_the_same_run_id_gives_identical_outputs(lake, first_run):
+    path, _ = lake
+    before = {name: _read(path / name) for name in ("chat_quarantine", "chat_summary", "chats_valid")}
+    done = _spark_submit(*_flags(path))
+    assert done.returncode == 0, done.stderr[-3000:]
+    after = {name: _read(path / name) for name in before}
+    key = {"chat_quarantine": "id", "chats_valid": "id", "chat_summary": "step"}
+    drop = {"chat_quarantine": ["pb_checked_at_"], "chat_summary": ["started_at", "finished_at"], "chats_valid": []}
+    for name in before:
+        assert after[name].drop(drop[name]).sort_by(key[name]).equals(before[name].drop(drop[name]).sort_by(key[name]))
+
+
+def test_reached_error_level_gives_exit_status_3(lake, first_run):
+    path, _ = lake
+    done = _spark_submit(*_flags(path, "--run-id", "strict", "--error", "0.05"))
+    assert done.returncode == 3, done.stderr[-3000:]
+    assert "status: 3 (a step reached its error level)" in done.stdout
+
+
+def test_readme_spark_sql_runs_over_the_outputs(lake, first_run, spark):
+    path, _ = lake
+    readme = (REPO / "README.md").read_text()
+    queries = re.findall(r"```sql\n-- Spark SQL\n(.*?)```", readme, flags=re.S)
+    assert len(queries) == 2
+    for query in queries:
+        rows = spark.sql(query.replace("lake/", f"{path}/").strip().rstrip(";")).collect()
+        assert rows
+    by_reason = spark.sql(queries[1].replace("lake/", f"{path}/").strip().rstrip(";")).collect()
+    assert {r["pb_reason_"] for r in by_reason} == set(REASONS)
