@@ -151,3 +151,77 @@ def test_validate_api_gives_the_seed_counts_on_every_engine(engine, request):
     }
     passing = _rows(engine, validation.get_sundered_data("pass"))
     assert sorted(passing["id"].to_pylist()) == [1, 3]
+
+
+def _chat(*turns, **extra):
+    return [{"role": r, "content": c, **extra} for r, c in turns]
+
+
+def _row_check_table(rng_seed: int = 5) -> pa.Table:
+    """Preference rows with tools, ShareGPT text and labels: every new rule family, with repeats."""
+    import random
+
+    rng = random.Random(rng_seed)
+    call = {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+    prompts = [
+        _chat(("user", "Sky?")),
+        _chat(("system", "Be brief."), ("user", "Sun?")),
+        _chat(("assistant", "Hi")),  # prompt_end
+        [],
+    ]
+    completions = [
+        _chat(("assistant", "Blue.")),
+        _chat(("assistant", "Green.")),
+        _chat(("user", "Again?")),  # completion_role
+        _chat(("assistant", " ")),  # empty_content
+    ]
+    messages = [
+        [{"role": "user", "content": "Weather?"}, {"role": "assistant", "content": "", "tool_calls": [call]},
+         {"role": "tool", "content": "Sunny"}, {"role": "assistant", "content": "Sunny."}],
+        [{"role": "user", "content": "Weather?"}, {"role": "tool", "content": "Sunny"}],  # orphan_tool
+        [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}],
+    ]
+    tools = [json.dumps([{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]), "[]", None]
+    rows = 120
+    return pa.table(
+        {
+            "id": pa.array(range(1, rows + 1), pa.int64()),
+            "prompt": [json.dumps(rng.choice(prompts)) for _ in range(rows)],
+            "chosen": [json.dumps(rng.choice(completions)) for _ in range(rows)],
+            "rejected": [json.dumps(rng.choice(completions)) for _ in range(rows)],
+            "messages": [json.dumps(rng.choice(messages)) for _ in range(rows)],
+            "tools": [rng.choice(tools) for _ in range(rows)],
+            "label": pa.array([rng.choice([True, False, None]) for _ in range(rows)], pa.bool_()),
+        }
+    )
+
+
+def _row_checks():
+    from chatgate.rules import ChatCheck, LabelCheck, dataset_checks
+
+    return {
+        "preference": dataset_checks("preference", ["prompt", "chosen", "rejected"])[0],
+        "prompt-completion": dataset_checks(
+            "prompt_completion", ["prompt", "chosen"], columns={"completion": "chosen"}
+        )[0],
+        "tools": ChatCheck("messages", ChatFormat(tools=True), tools_column="tools"),
+        "tools-no-column": ChatCheck("messages", ChatFormat(tools=True, last_role="assistant")),
+        "label": LabelCheck("label"),
+    }
+
+
+@pytest.mark.parametrize("name", list(_row_checks()))
+@pytest.mark.parametrize("dedup", ["on", "off"])
+@pytest.mark.parametrize("engine", ENGINES)
+def test_engines_agree_on_row_checks(engine, name, dedup, request):
+    check = _row_checks()[name]
+    source = _row_check_table()
+    rows = source.to_pylist()
+    expected = {row["id"]: code for row in rows if (code := check.check_row(row)) is not None}
+    assert expected, "the table must hold failing rows for this check"
+    eng = _engine(engine)
+    judged = eng.judge_check(_to_engine(engine, source, request), check, dedup=dedup)
+    failing = _rows(engine, eng.failing_rows(judged))
+    assert dict(zip(failing["id"].to_pylist(), failing[REASON_COLUMN].to_pylist())) == expected
+    assert (judged.units, judged.failed) == (source.num_rows, len(expected))
+    assert judged.reasons == {c: list(expected.values()).count(c) for c in set(expected.values())}
