@@ -15,7 +15,7 @@ order, so the first that applies is the reported code.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from itertools import pairwise
+from operator import eq
 from typing import Any
 
 from .spec import DEVELOPER_ROLE, TOOL_ROLE, TOOL_ROLES, ChatFormat
@@ -60,7 +60,7 @@ def judge(
     """
     if not roles:
         return "no_messages"
-    if any(role is BAD for role in roles):
+    if BAD in roles:  # identity first: no string equals the BAD marker
         return "bad_message"
     tools = fmt.tools
     if extras is not None:
@@ -78,8 +78,7 @@ def judge(
         and any(_is_tool_turn(role, x) for role, x in zip(roles, extras))
     ):
         return "tool_turn"
-    allowed = fmt.roles
-    if any(role not in allowed for role in roles):
+    if not fmt.role_set.issuperset(roles):
         return "unknown_role"
     if fmt.has_system and "system" in roles[1:]:
         return "system_position"
@@ -128,7 +127,7 @@ def judge(
 
 
 def _repeats(turns: Sequence[str]) -> bool:
-    return any(a == b for a, b in pairwise(turns))
+    return any(map(eq, turns, turns[1:]))
 
 
 def _repeats_with_tools(turns: Sequence[str]) -> bool:
@@ -189,6 +188,6 @@ def _orphan_tool(roles: Sequence[Any], extras: Sequence[Any]) -> bool:
 
 def _any_blank(contents: Sequence[Any], extras: Sequence[Any] | None, is_blank) -> bool:
     if extras is None:
-        return any(is_blank(content) for content in contents)
+        return any(map(is_blank, contents))
     # An assistant message with tool calls may have empty or null content.
     return any(is_blank(content) and not extra.calls for content, extra in zip(contents, extras))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
+from functools import cached_property
 
 DEFAULT_ROLES: tuple[str, ...] = ("system", "user", "assistant")
 
@@ -153,9 +154,14 @@ class ChatFormat:
             if getattr(self, key):
                 raise ValueError(f"profile='sample' refuses tool turns and extra roles: {key}=True")
 
-    @property
+    @cached_property
     def has_system(self) -> bool:
         return "system" in self.roles
+
+    @cached_property
+    def role_set(self) -> frozenset[str]:
+        """The allowed roles as a set: the judge asks it once per conversation."""
+        return frozenset(self.roles)
 
     @property
     def is_core(self) -> bool:
