@@ -1,8 +1,8 @@
 """The embedded engine (Ibis over DuckDB) and its Delta/Parquet reader.
 
 Every judgement is compared row by row with the reference check (`first_problem`,
-or `problem_of` for a ChatFormat), so the engine can't drift from it; dedup modes
-and join strategies must agree.
+or `problem_of` for a ChatFormat, `check.check_row` for any RowCheck), so the
+engine can't drift from it; dedup modes and join strategies must agree.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import tracemalloc
 import uuid
+from dataclasses import dataclass
 
 import pytest
 
@@ -33,7 +34,16 @@ from chatgate.engines.tables import (
     open_table,
     record_batches,
 )
-from chatgate.rules import REASONS, ChatFormat, first_problem, problem_of
+from chatgate.rules import (
+    REASONS,
+    ChatCheck,
+    ChatFormat,
+    DatasetCheck,
+    LabelCheck,
+    RowCheck,
+    first_problem,
+    problem_of,
+)
 
 try:
     from strategies import cases, json_text
@@ -219,18 +229,25 @@ def test_nulls_with_na_pass_both_ways(na_pass, dedup):
     assert judged.extra["nulls"] == 3
 
 
-def test_missing_values_never_reach_python(monkeypatch):
+def spy_on_check(monkeypatch, cls=ChatCheck, keep=lambda batch: batch) -> list:
+    """`keep(batch)` of each batch `cls.check` is called with, from now on."""
     seen = []
-    real = ibis_engine.check_array
+    real = cls.check
 
-    def spy(array, fmt):
-        seen.append(array.null_count)
-        return real(array, fmt)
+    def spy(self, batch):
+        seen.append(keep(batch))
+        return real(self, batch)
 
-    monkeypatch.setattr(ibis_engine, "check_array", spy)
+    monkeypatch.setattr(cls, "check", spy)
+    return seen
+
+
+def test_missing_values_never_reach_python(monkeypatch):
+    batches = spy_on_check(monkeypatch)
     for dedup in ("on", "off"):
         judge(table_of([None, OK, None, "[]"]), dedup=dedup)
-    assert seen and not any(seen)
+    assert batches and not any(batch.column("chat").null_count for batch in batches)
+    assert all(batch.schema.names == ["chat"] for batch in batches)
 
 
 def test_all_missing():
@@ -309,16 +326,11 @@ def test_failing_keys_are_compacted_without_dedup(monkeypatch):
 
 
 def test_batches_are_bounded_by_chunk_size(monkeypatch):
-    sizes = []
-    real = ibis_engine.check_array
-
-    def spy(array, fmt):
-        sizes.append(len(array))
-        return real(array, fmt)
-
-    monkeypatch.setattr(ibis_engine, "check_array", spy)
+    batches = spy_on_check(monkeypatch)
     values = _mixed_values(100)
     judge(table_of(values), dedup="off", chunk_size=16)
+    sizes = [batch.num_rows for batch in batches]
+    assert all(batch.schema.names == ["chat"] for batch in batches)
     assert sum(sizes) == sum(v is not None for v in values) and max(sizes) <= 16
 
 
@@ -387,6 +399,463 @@ def test_passing_value_sharing_a_failing_key_passes(monkeypatch):
     judged = judge(table_of(values), join_on="hash")
     assert reasons_by_id(judged) == [None, "unknown_role"]
     assert judged.extra["key_collisions"] == 0
+
+
+# -- row checks: several columns judged together ---------------------------------------------
+
+
+def rows_table(rows: list[dict], types: dict[str, pa.DataType], con=None) -> ibis.Table:
+    """A DuckDB table with an `id` column (row order) and the columns of `types`."""
+    con = con or _shared_con()
+    data = {"id": pa.array(range(len(rows)), pa.int64())}
+    for name, type_ in types.items():
+        data[name] = pa.array([row[name] for row in rows], type_)
+    name = f"r_{uuid.uuid4().hex[:8]}"
+    con.con.register(name, pa.table(data))
+    return con.table(name)
+
+
+def judge_rows(table, check: RowCheck, dedup="auto", join_on="auto", **engine) -> Judged:
+    return IbisEngine(join_on=join_on, progress=False, **engine).judge_check(
+        table, check, dedup=dedup
+    )
+
+
+def assert_check_matches_reference(judged: Judged, check: RowCheck, rows: list[dict]) -> list:
+    """Row `id` is `rows[id]`: its code is `check.check_row(rows[id])`, counts and order follow."""
+    expected = [check.check_row(row) for row in rows]
+    assert reasons_by_id(judged) == expected
+    assert judged.units == len(rows)
+    assert judged.failed == sum(code is not None for code in expected)
+    counts: dict[str, int] = {}
+    first_seen: dict[str, int] = {}
+    for row, code in enumerate(expected):
+        if code is not None:
+            counts[code] = counts.get(code, 0) + 1
+            first_seen.setdefault(code, row)
+    assert judged.reasons == counts
+    assert list(judged.reasons) == list(ibis_engine.ordered_reasons(counts, first_seen))
+    return expected
+
+
+def assert_modes_agree(table, check: RowCheck, rows: list[dict], joins=("hash", "value")) -> dict:
+    """Every dedup mode and join agrees with the reference; returns the judgements by mode."""
+    results, judgements = {}, {}
+    for dedup in ("on", "off", "auto"):
+        for join_on in joins:
+            judged = judge_rows(table, check, dedup=dedup, join_on=join_on, chunk_size=16)
+            assert judged.extra["join_on"] == join_on
+            if dedup != "auto":
+                assert judged.deduplicated is (dedup == "on")
+            expected = assert_check_matches_reference(judged, check, rows)
+            judgements[dedup, join_on] = judged
+            results[dedup, join_on] = (
+                judged.units,
+                judged.failed,
+                list(judged.reasons.items()),
+                reasons_by_id(judged),
+            )
+    assert len(set(map(repr, results.values()))) == 1
+    distinct = {tuple(repr(row[c]) for c in dict.fromkeys(check.columns)) for row in rows}
+    assert judgements["on", joins[0]].distinct_values == len(distinct)
+    assert judgements["off", joins[0]].distinct_values == len(rows)
+    # A wide enough variety of verdicts to mean something.
+    assert None in expected and len(set(expected)) >= 3
+    return judgements
+
+
+def pick(pool: list, i: int, step: int) -> object:
+    return pool[(i * step + i // len(pool)) % len(pool)]
+
+
+def repeated(rows: list[dict]) -> list[dict]:
+    """`rows` plus copies of some of them, further down: duplicates for dedup to find."""
+    return rows + rows[::3] + rows[:5]
+
+
+def u(content="Q"):
+    return m("user", content)
+
+
+def a(content="A"):
+    return m("assistant", content)
+
+
+PREFERENCE_PROMPTS = [
+    text([u("What colour is the sky?")]),
+    text([m("system", "Be brief."), u("Hi")]),
+    text([u("Q"), a("A"), u("Q2")]),
+    text({"messages": [u("Wrapped?")]}),
+    text([u("Q"), a("A")]),  # prompt_end
+    None,
+    "The sky is",  # standard text among conversations: mixed_format
+    text([u("")]),  # empty_content
+]
+PREFERENCE_ANSWERS = [
+    text([a("Blue.")]),
+    text([a("Grey.")]),
+    text({"messages": [a("Blue.")]}),
+    text([a("Black, at night.")]),
+    text([a("Hello!")]),
+    text([u("No.")]),  # completion_role
+    None,
+    "[]",
+    text([a("")]),  # empty_content
+]
+
+
+def preference_rows(n: int = 90) -> list[dict]:
+    rows = [
+        {
+            "prompt": pick(PREFERENCE_PROMPTS, i, 1),
+            "chosen": pick(PREFERENCE_ANSWERS, i, 3),
+            "rejected": pick(PREFERENCE_ANSWERS, i, 5),
+        }
+        for i in range(n)
+    ]
+    return repeated(rows)
+
+
+TEXTS3 = {"prompt": pa.string(), "chosen": pa.string(), "rejected": pa.string()}
+
+
+def test_preference_rows_match_the_reference():
+    rows = preference_rows()
+    check = DatasetCheck("preference")
+    judgements = assert_modes_agree(rows_table(rows, TEXTS3), check, rows)
+    codes = set(judgements["on", "hash"].reasons)
+    assert {"not_messages", "mixed_format", "completion_role", "same_pair"} <= codes
+    # A null in one column is the check's business: with na_pass it passes.
+    lenient = DatasetCheck("preference", ChatFormat(na_pass=True))
+    judged = judge_rows(rows_table(rows, TEXTS3), lenient, dedup="on")
+    expected = assert_check_matches_reference(judged, lenient, rows)
+    nulls = [i for i, row in enumerate(rows) if row["prompt"] is None and row["chosen"] is None]
+    assert nulls and any(expected[i] is None for i in nulls)
+
+
+def test_preference_batches_hold_exactly_the_check_columns(monkeypatch):
+    rows = [{"note": f"n{i}", **row} for i, row in enumerate(preference_rows())]
+    table = rows_table(rows, {"note": pa.string(), **TEXTS3})
+    check = DatasetCheck("preference")
+    for dedup in ("on", "off"):
+        batches = spy_on_check(monkeypatch, DatasetCheck)
+        judged = judge_rows(table, check, dedup=dedup, chunk_size=16)
+        assert all(batch.schema.names == ["prompt", "chosen", "rejected"] for batch in batches)
+        assert max(batch.num_rows for batch in batches) <= 16
+        # Nulls travel: every tuple is checked, the null ones included.
+        assert sum(batch.num_rows for batch in batches) == judged.distinct_values
+        assert any(batch.column("prompt").null_count for batch in batches)
+        assert judged.extra["nulls"] == 0
+        monkeypatch.undo()
+    rows_back = judged.annotated.order_by("id").to_pyarrow()
+    assert rows_back.column_names == ["id", "note", "prompt", "chosen", "rejected", "pb_reason_"]
+
+
+PROMPT_TEXTS = [
+    "The sky is",
+    "2 + 2 =",
+    "",  # empty_text
+    None,
+    text([u("Hi")]),
+    text([u("Hi"), a("Hello")]),  # prompt_end
+    " \n",
+]
+COMPLETION_TEXTS = [
+    " blue.",
+    " 4",
+    None,
+    text([a("Hello")]),
+    text([u("Hello")]),  # completion_role
+    "[not json",
+    "   ",
+]
+
+
+def test_prompt_completion_rows_match_the_reference():
+    rows = repeated(
+        [
+            {"prompt": pick(PROMPT_TEXTS, i, 1), "completion": pick(COMPLETION_TEXTS, i, 3)}
+            for i in range(80)
+        ]
+    )
+    types = {"prompt": pa.string(), "completion": pa.string()}
+    for check in (
+        DatasetCheck("prompt_completion"),
+        DatasetCheck("prompt_completion", format="standard"),
+        DatasetCheck("prompt_completion", format="conversational"),
+    ):
+        assert_modes_agree(rows_table(rows, types), check, rows)
+
+
+def test_renamed_columns_reach_the_check_under_their_own_names(monkeypatch):
+    rows = repeated(
+        [
+            {"question": pick(PROMPT_TEXTS, i, 1), "answer": pick(COMPLETION_TEXTS, i, 2)}
+            for i in range(40)
+        ]
+    )
+    table = rows_table(rows, {"question": pa.string(), "answer": pa.string()})
+    check = DatasetCheck(
+        "prompt_completion", names=(("prompt", "question"), ("completion", "answer"))
+    )
+    batches = spy_on_check(monkeypatch, DatasetCheck)
+    judged = judge_rows(table, check)
+    assert {tuple(batch.schema.names) for batch in batches} == {("question", "answer")}
+    assert_check_matches_reference(judged, check, rows)
+
+
+WEATHER = {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+TOOLS_FORMAT = ChatFormat(tools=True)
+TOOL_CHATS = [
+    OK,
+    text([u("Weather?"), {"role": "assistant", "content": "", "tool_calls": [WEATHER]}]),
+    text(
+        [
+            u("Weather?"),
+            {"role": "assistant", "content": "", "tool_calls": [WEATHER]},
+            {"role": "tool", "content": "Sunny"},
+            a("Sunny."),
+        ]
+    ),
+    None,
+    text([u("x"), {"role": "assistant", "content": "", "tool_calls": [{"function": 3}]}]),
+    "[]",
+]
+TOOL_SCHEMAS = [
+    text([{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]),
+    None,  # declares nothing: passes unless a function is called
+    text([{"name": "search", "parameters": {}}]),  # unknown_tool for a weather call
+    '{"name": "get_weather"}',  # not a list: bad_tools
+    "not json",  # bad_tools
+]
+
+
+def tool_rows(n: int = 80) -> list[dict]:
+    return repeated(
+        [{"chat": pick(TOOL_CHATS, i, 1), "tools": pick(TOOL_SCHEMAS, i, 2)} for i in range(n)]
+    )
+
+
+def test_chat_with_tools_column_matches_the_reference():
+    rows = tool_rows()
+    check = ChatCheck("chat", TOOLS_FORMAT, tools_column="tools")
+    table = rows_table(rows, {"chat": pa.string(), "tools": pa.string()})
+    judgements = assert_modes_agree(table, check, rows)
+    assert {"unknown_tool", "bad_tools", "not_messages"} <= set(judgements["on", "hash"].reasons)
+    expected = [check.check_row(row) for row in rows]
+    passing_null_tools = [
+        i for i, row in enumerate(rows) if row["tools"] is None and expected[i] is None
+    ]
+    assert passing_null_tools  # a null tools value isn't a failure by itself
+
+
+def test_chat_with_a_json_typed_tools_column():
+    rows = [row for row in tool_rows(40) if row["tools"] != "not json"]
+    con = ibis.duckdb.connect()
+    table = rows_table(rows, {"chat": pa.string(), "tools": pa.string()}, con=con)
+    table = table.mutate(tools=table.tools.cast("json"))
+    assert table.schema()["tools"].is_json()
+    # The check reads JSON as its text, as DuckDB writes it back.
+    back = table.select("id", tools=table.tools.cast("string")).order_by("id").to_pyarrow()
+    rows = [{**row, "tools": t} for row, t in zip(rows, back.column("tools").to_pylist())]
+    check = ChatCheck("chat", TOOLS_FORMAT, tools_column="tools")
+    for dedup in ("on", "off"):
+        judged = judge_rows(table, check, dedup=dedup)
+        assert judged.extra["join_on"] == "hash"
+        assert_check_matches_reference(judged, check, rows)
+
+
+def test_chat_with_a_native_images_column_joins_on_the_values():
+    image = {"type": "image"}
+    chats = [
+        text([m("user", [image, {"type": "text", "text": "What is it?"}]), a("A cat.")]),
+        text([m("user", [image, image]), a("Two.")]),
+        OK,
+        None,
+    ]
+    images = [["cat.png"], ["a.png", "b.png"], [], None, ["a.png", None]]
+    rows = repeated([{"chat": pick(chats, i, 1), "images": pick(images, i, 2)} for i in range(40)])
+    table = rows_table(rows, {"chat": pa.string(), "images": pa.list_(pa.string())})
+    check = ChatCheck("chat", images_column="images")
+    with pytest.raises(ValueError, match="join_on='hash'"):
+        judge_rows(table, check, join_on="hash")
+    judgements = {}
+    for dedup in ("on", "off"):
+        judged = judgements[dedup] = judge_rows(table, check, dedup=dedup, chunk_size=16)
+        assert judged.extra["join_on"] == "value"
+        expected = assert_check_matches_reference(judged, check, rows)
+    assert "image_count" in set(expected) and None in expected
+    assert reasons_by_id(judgements["on"]) == reasons_by_id(judgements["off"])
+
+
+@pytest.mark.parametrize("na_pass", [False, True])
+def test_label_check_matches_the_reference(na_pass):
+    check = LabelCheck("label", na_pass=na_pass)
+    labels = repeated([{"label": [True, False, None][i % 3]} for i in range(30)])
+    table = rows_table(labels, {"label": pa.bool_()})
+    for dedup in ("on", "off", "auto"):
+        judged = judge_rows(table, check, dedup=dedup)
+        assert judged.extra["join_on"] == "value"  # no text to digest: the values join
+        assert_check_matches_reference(judged, check, labels)
+        assert judged.failed == (0 if na_pass else sum(row["label"] is None for row in labels))
+    with pytest.raises(ValueError, match="join_on='hash'"):
+        judge_rows(table, check, join_on="hash")
+    # Text labels aren't labels; a text column joins on its hash.
+    texts = repeated([{"label": ["true", None, "False", ""][i % 4]} for i in range(20)])
+    for dedup in ("on", "off"):
+        judged = judge_rows(rows_table(texts, {"label": pa.string()}), check, dedup=dedup)
+        assert judged.extra["join_on"] == "hash"
+        assert_check_matches_reference(judged, check, texts)
+
+
+def test_unpaired_preference_digests_a_boolean_label():
+    rows = repeated(
+        [
+            {
+                "prompt": pick(PROMPT_TEXTS, i, 1),
+                "completion": pick(COMPLETION_TEXTS, i, 2),
+                "label": [True, False, None][i % 3],
+            }
+            for i in range(60)
+        ]
+    )
+    types = {"prompt": pa.string(), "completion": pa.string(), "label": pa.bool_()}
+    judgements = assert_modes_agree(
+        rows_table(rows, types), DatasetCheck("unpaired_preference"), rows
+    )
+    assert "not_label" in judgements["on", "hash"].reasons
+
+
+@dataclass(frozen=True)
+class ShorterThan(RowCheck):
+    """A check of a text and an integer column: the text has at most `limit` characters."""
+
+    text_column: str = "chat"
+    limit_column: str = "limit"
+
+    @property
+    def columns(self):
+        return (self.text_column, self.limit_column)
+
+    @property
+    def codes(self):
+        return ("too_long",)
+
+    def describe(self):
+        return f"{self.text_column} is at most {self.limit_column} characters"
+
+    def as_dict(self):
+        return {"check": "shorter_than"}
+
+    def check_row(self, row):
+        value, limit = row.get(self.text_column), row.get(self.limit_column)
+        if value is None or limit is None:  # nothing to compare: the row passes
+            return None
+        return "too_long" if len(value) > limit else None
+
+
+def test_any_row_check_with_an_integer_column():
+    rows = repeated(
+        [
+            {"chat": ["abc", "", None, "abcdef", "é" * 4][i % 5], "limit": [3, -1, None, 5][i % 4]}
+            for i in range(40)
+        ]
+    )
+    table = rows_table(rows, {"chat": pa.string(), "limit": pa.int64()})
+    for dedup in ("on", "off"):
+        for join_on in ("hash", "value"):
+            judged = judge_rows(table, ShorterThan(), dedup=dedup, join_on=join_on)
+            expected = assert_check_matches_reference(judged, ShorterThan(), rows)
+    assert set(expected) == {None, "too_long"}
+
+
+def test_tuple_key_collisions_never_mislabel(monkeypatch):
+    # Every tuple has the same key: the SHA-256 of the tuple alone tells them apart.
+    monkeypatch.setattr(
+        ibis_engine,
+        "_tuple_keys",
+        lambda values: (ibis.literal(0, "int64"), ibis.literal(0, "int64")),
+    )
+    rows = preference_rows(60)
+    check = DatasetCheck("preference")
+    table = rows_table(rows, TEXTS3)
+    for dedup in ("on", "off"):
+        judged = judge_rows(table, check, dedup=dedup, join_on="hash", chunk_size=16)
+        expected = assert_check_matches_reference(judged, check, rows)
+        failing = {tuple(map(repr, row.values())) for row, c in zip(rows, expected) if c}
+        assert judged.extra["key_collisions"] == len(failing) - 1 > 10
+
+
+def test_tuple_digests_agree_between_python_and_the_backend():
+    rows = [
+        {"t": "é,~", "b": True, "n": -12},
+        {"t": None, "b": None, "n": None},
+        {"t": "", "b": False, "n": 0},
+        {"t": "~", "b": None, "n": 2**62},
+    ]
+    types = {"t": pa.string(), "b": pa.bool_(), "n": pa.int64()}
+    table = rows_table(rows, types)
+    kinds = ("text", "bool", "int")
+    values = [table[c] for c in types]
+    on_backend = (
+        table.select("id", d=ibis_engine._tuple_digest(values, kinds))
+        .order_by("id")
+        .to_pyarrow()
+        .column("d")
+        .to_pylist()
+    )
+    arrays = [pa.array([row[c] for row in rows], types[c]) for c in types]
+    in_python = ibis_engine._tuple_sha256(arrays, kinds).to_pylist()
+    assert on_backend == in_python and len(set(in_python)) == len(rows)
+
+
+def test_row_check_arguments():
+    table = rows_table([{"prompt": "a", "completion": "b"}], {"prompt": pa.string()})
+    engine = IbisEngine()
+    with pytest.raises(KeyError, match="'completion'"):
+        engine.judge_check(table, DatasetCheck("prompt_completion"))
+    with pytest.raises(TypeError, match="RowCheck"):
+        engine.judge_check(table, "prompt")
+    with pytest.raises(ValueError, match="dedup="):
+        engine.judge_check(table, LabelCheck("prompt"), dedup="maybe")
+    with pytest.raises(ValueError, match="already has a column 'prompt'"):
+        engine.judge_check(table, LabelCheck("prompt"), reason_column="prompt")
+
+
+def test_judge_is_judge_check_of_a_chat_check():
+    values = _mixed_values(60)
+    table = table_of(values)
+    for dedup in ("on", "off"):
+        by_column = judge(table, dedup=dedup)
+        by_check = judge_rows(table, ChatCheck("chat"), dedup=dedup)
+        assert reasons_by_id(by_column) == reasons_by_id(by_check)
+        assert (by_column.reasons, by_column.extra["nulls"]) == (
+            by_check.reasons,
+            by_check.extra["nulls"],
+        )
+
+
+def test_sunder_with_row_checks():
+    rows = tool_rows(30)
+    table = rows_table(rows, {"chat": pa.string(), "tools": pa.string()})
+    checks = [ChatCheck("chat", TOOLS_FORMAT, tools_column="tools"), LabelCheck("chat", True)]
+    engine = IbisEngine()
+    expected_pass = [
+        i for i, row in enumerate(rows) if all(c.check_row(row) is None for c in checks)
+    ]
+    passed = engine.sunder(table, [(c, "auto") for c in checks], "pass")
+    failed = engine.sunder(table, [(c, "off") for c in checks], "fail")
+    assert sorted(passed.to_pyarrow().column("id").to_pylist()) == expected_pass
+    assert engine.row_count(failed) == len(rows) - len(expected_pass)
+
+
+def test_progress_bar_names_the_columns(monkeypatch, capsys):
+    monkeypatch.setenv("CHATGATE_PROGRESS", "1")
+    rows = preference_rows(200)
+    IbisEngine(chunk_size=10).judge_check(
+        rows_table(rows, TEXTS3), DatasetCheck("preference"), dedup="off"
+    )
+    assert "checking prompt, chosen, rejected" in capsys.readouterr().err
 
 
 # -- column types ---------------------------------------------------------------------------
@@ -537,9 +1006,9 @@ def test_engine_interface():
     both = engine.concat([engine.failing_rows(judged), engine.failing_rows(judged)])
     assert engine.row_count(both) == 4
 
-    passed = engine.sunder(table, [("chat", ChatFormat(), "auto")], "pass")
+    passed = engine.sunder(table, [(ChatCheck("chat", ChatFormat()), "auto")], "pass")
     assert sorted(passed.to_pyarrow().column("id").to_pylist()) == [0, 3]
-    failed = engine.sunder(table, [("chat", ChatFormat(), "auto")], "fail")
+    failed = engine.sunder(table, [(ChatCheck("chat", ChatFormat()), "auto")], "fail")
     assert engine.columns(failed) == ["id", "chat", "seg"] and engine.row_count(failed) == 2
 
 
@@ -672,14 +1141,7 @@ def test_memory_stays_bounded_on_a_table_larger_than_a_batch(tmp_path, monkeypat
     deltalake.write_deltalake(tmp_path / "big", chats)
     del chats
 
-    sizes = []
-    real = ibis_engine.check_array
-
-    def spy(array, fmt):
-        sizes.append(len(array))
-        return real(array, fmt)
-
-    monkeypatch.setattr(ibis_engine, "check_array", spy)
+    shapes = spy_on_check(monkeypatch, keep=lambda batch: (batch.schema.names, batch.num_rows))
     engine = IbisEngine(progress=False)
     table = open_table(tmp_path / "big", ibis.duckdb.connect())
     assert engine.row_count(table) == rows  # imports and first-query setup happen before measuring
@@ -698,4 +1160,6 @@ def test_memory_stays_bounded_on_a_table_larger_than_a_batch(tmp_path, monkeypat
     assert peak < text_bytes / 40, (
         f"peak {peak / 2**20:.1f} MB for {text_bytes / 2**20:.0f} MB of text"
     )
+    sizes = [rows for _, rows in shapes]
+    assert all(names == ["chat"] for names, _ in shapes)
     assert len(sizes) >= rows // ibis_engine.CHUNK_SIZE and max(sizes) <= ibis_engine.CHUNK_SIZE

@@ -1,42 +1,64 @@
 """The embedded engine: any Ibis table (DuckDB by default), judged in five steps.
 
-1. key: on the backend, a key of each value: its 64-bit `hash()` and its length;
-2. dedup: the distinct values and how many rows hold each (`group_by` on the
-   value itself, so deduplication is exact), or every non-null value;
-3. check: the values stream to Python in Arrow record batches of `chunk_size`
-   rows and `rules.check_array` judges each batch; only the failing ones are
-   kept, as (key, SHA-256 of the value, reason), in Arrow;
+An engine judges a `RowCheck`: the columns `check.columns` of each row, together
+(a "tuple"; one column for a plain chat column).
+
+1. key: on the backend, a key of each tuple: its 64-bit `hash()` and its length
+   (for several columns, the `hash()` of the struct of the values and the sum of
+   the text lengths);
+2. dedup: the distinct tuples and how many rows hold each (`group_by` on the
+   values themselves, so deduplication is exact), or every row;
+3. check: the tuples stream to Python in Arrow record batches of at most
+   `chunk_size` rows, holding exactly the check's columns under their own names,
+   and `check.check(batch)` judges each batch; only the failing tuples are kept,
+   as (key, SHA-256 of the tuple, reason), in Arrow;
 4. join back: the failing set is uploaded as an `ibis.memtable`, one row per key
    holding a map {SHA-256: reason}, and left-joined to the table on the key. A
-   row takes the reason filed under the SHA-256 of its own value, which the
+   row takes the reason filed under the SHA-256 of its own tuple, which the
    backend computes for key-matching rows only. Keys do collide (DuckDB's
    `hash()` does on long strings that differ in a byte or two), but a collision
    can't mislabel a row, nor multiply it;
-5. count: units, failures and reasons come from the counts per distinct value,
+5. count: units, failures and reasons come from the counts per distinct tuple,
    without scanning the table again. Reasons are ordered by count; only when two
    counts tie is the table read once more, for the first failing row of each
-   (`row_number()` in scan order).
+   (`row_number()` in scan order), and then by `rules.reason_rank`.
 
-Missing values never travel: they are counted on the backend and get
-`not_messages` there (or pass, with `na_pass=True`).
+The SHA-256 of a tuple of several columns is that of its parts joined with ",":
+for each column, in `check.columns` order, the SHA-256 (hex) of a text's UTF-8
+bytes, "t"/"f" for a boolean, the decimal digits of an integer, "~" for a null.
+A part never holds a ",", and each column's parts can't be mistaken for one
+another (64 hex digits, one letter, digits, or "~"), so two tuples share it only
+if SHA-256 collides. Python computes it for the failing tuples, from the Arrow
+buffers; the backend for the rows whose key matched.
+
+Missing values: for a chat column judged alone (a `ChatCheck` without
+`tools_column` or `images_column`) they never travel: they are counted on the
+backend and get `not_messages` there (or pass, with `na_pass=True`). Any other
+check gets every tuple, nulls included, and decides: a null in a tuple isn't a
+failure by itself.
 
 Native nested columns (lists of structs, structs, maps) are supported on DuckDB,
 which hands them over as Arrow: their distinct values are checked like JSON
 text, and the failing values themselves are uploaded and joined on (DuckDB
-compares nested values exactly, nulls inside included). The same value join
-serves binary columns and backends without `hash()`, SHA-256 or maps.
+compares nested values exactly, nulls inside included; the tuples of several
+columns are compared with `IS NOT DISTINCT FROM`, so a null matches a null).
+The same value join serves binary columns, tuples with a column other than text,
+booleans and integers, and backends without `hash()`, SHA-256 or maps.
 
 Memory: Python holds one batch at a time, plus the failing set as Arrow (about
-100 bytes per failing distinct value on the hash join; the failing values
+100 bytes per failing distinct tuple on the hash join; the failing values
 themselves on the value join). The backend does the deduplication, and DuckDB
 spills to disk when it must.
 
 >>> import ibis
->>> from chatgate.rules import ChatFormat
+>>> from chatgate.rules import ChatFormat, DatasetCheck
 >>> t = ibis.memtable({"chat": ['[{"role": "user", "content": "Hi"}]', "[]"]})
 >>> judged = IbisEngine().judge(t, "chat", ChatFormat())
 >>> judged.failed, judged.reasons
 (1, {'no_messages': 1})
+>>> pairs = ibis.memtable({"prompt": ["The sky is", "1 + 1 ="], "completion": [" blue.", None]})
+>>> IbisEngine().judge_check(pairs, DatasetCheck("prompt_completion")).reasons
+{'not_text': 1}
 """
 
 from __future__ import annotations
@@ -58,7 +80,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..rules import ChatFormat, check_array
+from ..errors import ChatgateError
+from ..rules import ChatCheck, ChatFormat, RowCheck
 from .base import REASON_COLUMN, Dedup, Engine, Judged, ordered_reasons
 from .tables import record_batches
 
@@ -81,7 +104,8 @@ machine was shared): with no repeats, checking every row took 6 s and deduplicat
 the first batch reaches Python while a plain scan overlaps with the check; at 30%
 repeats both took about 10.5 s on 2.0 (12 s and 10 s on 1.5); at 50%, deduplicating
 won by a third. Deduplicating also holds every distinct value in DuckDB's memory
-(it spills to disk), which a plain scan doesn't.
+(it spills to disk), which a plain scan doesn't. For several columns, the share is
+that of the rows whose tuple repeats another row's.
 """
 
 AUTO_SAMPLE_ROWS = 1_000_000
@@ -97,6 +121,9 @@ PROGRESS_MIN_BATCHES = 10
 
 NATIVE_BACKENDS = frozenset({"duckdb"})
 """Backends that hand native nested columns (lists of structs, ...) to Python as Arrow."""
+
+NULL_PART = "~"
+"""The part of a null value in the SHA-256 of a tuple of several columns."""
 
 JoinOn = Literal["auto", "hash", "value"]
 
@@ -122,15 +149,15 @@ class _Tally:
 
 
 class IbisEngine(Engine):
-    """Judge chat columns of Ibis tables on their own backend; see the module docstring.
+    """Judge row checks over Ibis tables on their own backend; see the module docstring.
 
     `chunk_size` is the number of rows per Arrow batch sent to Python. `join_on`
-    picks how failing values are joined back: "hash" (hash and length, then SHA-256;
-    text columns on backends with `hash()`, SHA-256 and maps), "value" (the failing
-    values themselves), or "auto" (hash when possible). `progress` shows a tqdm bar
-    of the rows checked: None decides from the environment (`CHATGATE_PROGRESS=0`
-    turns it off, `=1` on; otherwise only on a terminal), and only for more than
-    `PROGRESS_MIN_BATCHES` batches' worth of rows.
+    picks how failing tuples are joined back: "hash" (hash and length, then SHA-256;
+    text columns, with booleans and integers besides, on backends with `hash()`,
+    SHA-256 and maps), "value" (the failing values themselves), or "auto" (hash when
+    possible). `progress` shows a tqdm bar of the rows checked: None decides from the
+    environment (`CHATGATE_PROGRESS=0` turns it off, `=1` on; otherwise only on a
+    terminal), and only for more than `PROGRESS_MIN_BATCHES` batches' worth of rows.
     """
 
     name = "ibis"
@@ -206,32 +233,60 @@ class IbisEngine(Engine):
         dedup: Dedup = "auto",
         reason_column: str = REASON_COLUMN,
     ) -> Judged:
-        """Judge `column` of `table`; `Judged.annotated` is lazy, on the table's backend."""
+        """Judge the chat column `column` of `table`: `judge_check` with `ChatCheck(column, fmt)`."""
         if not self.accepts(table):
             raise TypeError(f"IbisEngine judges Ibis tables, not {type(table).__name__}")
         if not isinstance(fmt, ChatFormat):
             raise TypeError(f"fmt must be a ChatFormat, not {type(fmt).__name__}")
+        return self.judge_check(
+            table, ChatCheck(column, fmt), dedup=dedup, reason_column=reason_column
+        )
+
+    def judge_check(
+        self,
+        table: ibis.Table,
+        check: RowCheck,
+        *,
+        dedup: Dedup = "auto",
+        reason_column: str = REASON_COLUMN,
+    ) -> Judged:
+        """Judge the columns `check.columns` of `table` together, with `check.check` only.
+
+        The codes come from `check.check(batch)` alone, each batch holding exactly the
+        check's columns, named as in the table (a JSON column as its text). dedup="on"
+        checks each distinct tuple once, "off" every row, "auto" decides on the share
+        of repeated tuples. `Judged.annotated` is lazy, on the table's backend.
+        """
+        if not self.accepts(table):
+            raise TypeError(f"IbisEngine judges Ibis tables, not {type(table).__name__}")
+        if not isinstance(check, RowCheck):
+            raise TypeError(f"check must be a RowCheck, not {type(check).__name__}")
         if dedup not in ("auto", "on", "off"):
             raise ValueError(f"dedup= must be 'auto', 'on' or 'off', not {dedup!r}")
-        _require_column(table, column)
+        columns = tuple(dict.fromkeys(check.columns))
+        if not columns:
+            raise ValueError(f"the check {check.describe()!r} reads no column")
+        for column in columns:
+            _require_column(table, column)
         if reason_column in table.columns:
             raise ValueError(
                 f"the table already has a column {reason_column!r}; "
                 "rename it or pick another reason_column="
             )
         backend = table.get_backend()
-        kind = _kind(table, column, backend)
-        join_on = self._join_on(kind, backend)
+        plan = self._plan(table, check, columns, backend)
         names = _Names.fresh()
-        value_of = _value_of(column)
 
         rows = self.row_count(table)
-        dedup_on, repeats = self._decide(table, value_of, rows, dedup)
-        stream = _stream_expr(table, value_of, names, dedup_on=dedup_on, hashed=join_on == "hash")
+        dedup_on, repeats = self._decide(table, plan, rows, dedup)
+        stream = _stream_expr(table, plan, names, dedup_on=dedup_on)
         tally = _Tally()
-        with self._bar(rows, column) as bar, _open_reader(stream, self.chunk_size) as reader:
+        with (
+            self._bar(rows, ", ".join(columns)) as bar,
+            _open_reader(stream, self.chunk_size) as reader,
+        ):
             for batch in reader:
-                self._check(batch, fmt, names, tally, dedup_on=dedup_on, join_on=join_on)
+                self._check(batch, check, plan, names, tally, dedup_on=dedup_on)
                 if bar is not None:
                     bar.update(batch.column(names.n).to_numpy().sum() if dedup_on else len(batch))
                     bar.set_postfix(batches=tally.batches, failed=tally.failed, refresh=False)
@@ -240,18 +295,11 @@ class IbisEngine(Engine):
         if not dedup_on:
             tally.units = rows
             tally.nulls = rows - tally.checked
-        if tally.nulls and not fmt.na_pass:
+        if tally.nulls and not plan.na_pass:
             tally.count("not_messages", tally.nulls)
 
-        failing = _failing_table(tally, names, join_on)
-        annotate = functools.partial(
-            _annotate,
-            value_of=value_of,
-            fmt=fmt,
-            failing=failing,
-            names=names,
-            join_on=join_on,
-        )
+        failing = _failing_table(tally, plan, names)
+        annotate = functools.partial(_annotate, plan=plan, failing=failing, names=names)
         first_rows = _first_rows(table, annotate, tally.reasons, names)
         return Judged(
             units=tally.units,
@@ -263,13 +311,34 @@ class IbisEngine(Engine):
             deduplicated=dedup_on,
             extra={
                 "backend": backend.name,
-                "join_on": join_on,
+                "columns": list(columns),
+                "join_on": plan.join_on,
                 "batches": tally.batches,
                 "nulls": tally.nulls,
                 "repeats_estimate": repeats,
                 "key_collisions": tally.collisions,
             },
         )
+
+    def _plan(self, table, check: RowCheck, columns: tuple[str, ...], backend) -> _Plan:
+        """How to read, key, digest and join the check's columns on this backend."""
+        if isinstance(check, ChatCheck) and columns == (check.column,):
+            kind = _kind(table, check.column, backend)
+            join_on = self._join_on(kind, backend)
+            return _Plan(columns, (kind,), join_on, single=True, na_pass=check.fmt.na_pass)
+        kinds = tuple(_part_kind(table, column, backend) for column in columns)
+        hashable = (
+            "text" in kinds and all(kind in _DIGESTED for kind in kinds) and _has_hash_ops(backend)
+        )
+        if self.join_on == "hash" and not hashable:
+            found = ", ".join(f"{c} ({table.schema()[c]})" for c in columns)
+            raise ValueError(
+                "join_on='hash' needs text columns (and booleans or integers besides) on a "
+                f"backend with hash(), SHA-256 and maps; these are {found} on {backend.name}: "
+                "use join_on='value' or 'auto'"
+            )
+        join_on = "hash" if hashable and self.join_on != "value" else "value"
+        return _Plan(columns, kinds, join_on, single=False)
 
     def _join_on(self, kind: str, backend) -> str:
         hashable = kind == "text" and _has_hash_ops(backend)
@@ -282,44 +351,50 @@ class IbisEngine(Engine):
             return "value"
         return "hash"
 
-    def _decide(self, table, value_of, rows: int, dedup: str) -> tuple[bool, float | None]:
-        """Deduplicate or not, and the estimated share of repeated values (auto only)."""
+    def _decide(self, table, plan: _Plan, rows: int, dedup: str) -> tuple[bool, float | None]:
+        """Deduplicate or not, and the estimated share of repeated tuples (auto only)."""
         if dedup != "auto":
             return dedup == "on", None
         if rows <= self.chunk_size:
             return True, None  # one batch either way: deduplicating costs nothing
         if rows <= AUTO_SAMPLE_ROWS:
-            values, distinct = _distinct_estimate(table, value_of)
+            values, distinct = _distinct_estimate(table, plan.whole)
         else:
             try:
                 sample = table.sample(AUTO_SAMPLE_ROWS / rows, method="block")
-                values, distinct = _distinct_estimate(sample, value_of)
+                values, distinct = _distinct_estimate(sample, plan.whole)
             except Exception:  # noqa: BLE001 - a backend without sampling: the head will do
-                values, distinct = _distinct_estimate(table.limit(AUTO_SAMPLE_ROWS), value_of)
+                values, distinct = _distinct_estimate(table.limit(AUTO_SAMPLE_ROWS), plan.whole)
         repeats = max(0.0, 1.0 - distinct / values) if values else 0.0
         return repeats >= AUTO_DEDUP_MIN_REPEATS, round(repeats, 4)
 
     def _check(
-        self, batch: pa.RecordBatch, fmt, names, tally: _Tally, *, dedup_on, join_on
+        self, batch: pa.RecordBatch, check: RowCheck, plan: _Plan, names, tally: _Tally, *, dedup_on
     ) -> None:
-        """Check one batch, keep its failing values and count them."""
+        """Check one batch with `check.check`, keep its failing tuples and count them."""
         if not len(batch):
             return
         tally.batches += 1
-        values = batch.column(names.value)
         if dedup_on:
             tally.units += pc.sum(batch.column(names.n)).as_py() or 0
-        if values.null_count:  # the null group of the deduplicated stream
-            nulls = values.is_null()
-            tally.nulls += pc.sum(batch.column(names.n).filter(nulls)).as_py() or 0
-            batch = batch.filter(pc.invert(nulls))
-            values = batch.column(names.value)
-        tally.checked += len(values)
-        codes = check_array(values, fmt)
+        if plan.single:
+            values = batch.column(plan.columns[0])
+            if values.null_count:  # the null group of the deduplicated stream
+                nulls = values.is_null()
+                tally.nulls += pc.sum(batch.column(names.n).filter(nulls)).as_py() or 0
+                batch = batch.filter(pc.invert(nulls))
+        tally.checked += len(batch)
+        codes = check.check(batch.select(list(plan.columns)))
+        if isinstance(codes, pa.ChunkedArray):
+            codes = codes.combine_chunks()
+        if len(codes) != len(batch):
+            raise ChatgateError(
+                f"the check {check.describe()!r} gave {len(codes)} codes for {len(batch)} rows"
+            )
         if codes.null_count == len(codes):
             return
         where = pc.indices_nonzero(codes.is_valid())
-        reasons = codes.take(where)
+        reasons = codes.take(where).cast(pa.string())
         rows = batch.column(names.n).take(where) if dedup_on else pa.repeat(1, len(where))
         per_reason = pa.table({"reason": reasons, "rows": rows}).group_by("reason")
         per_reason = per_reason.aggregate([("rows", "sum")])
@@ -327,11 +402,12 @@ class IbisEngine(Engine):
             per_reason["reason"].to_pylist(), per_reason["rows_sum"].to_pylist()
         ):
             tally.count(reason, count)
-        failing = values.take(where)
-        if join_on == "value":
-            tally.failing.append(pa.table({names.fvalue: failing, names.freason: reasons}))
+        failing = [batch.column(column).take(where) for column in plan.columns]
+        if plan.join_on == "value":
+            values = {name: array for name, array in zip(names.fvalues(plan), failing)}
+            tally.failing.append(pa.table({**values, names.freason: reasons}))
             return
-        digests = _sha256_hex(failing)
+        digests = plan.digests(failing)
         tally.pending += len(digests)
         tally.failing.append(
             pa.table(
@@ -344,13 +420,13 @@ class IbisEngine(Engine):
             )
         )
         if tally.pending > max(COMPACT_FAILING_ROWS, tally.compacted):
-            # A failing value on many rows is kept once; the threshold grows with the
+            # A failing tuple on many rows is kept once; the threshold grows with the
             # distinct failing set, so compacting stays linear overall.
             tally.failing = [_distinct_failing(tally.failing, names)]
             tally.compacted = tally.failing[0].num_rows
             tally.pending = 0
 
-    def _bar(self, rows: int, column: str):
+    def _bar(self, rows: int, label: str):
         enabled = self.progress
         if enabled is None:
             setting = os.environ.get("CHATGATE_PROGRESS", "").strip()
@@ -359,7 +435,7 @@ class IbisEngine(Engine):
             return contextlib.nullcontext()
         from tqdm import tqdm
 
-        return tqdm(total=rows, unit="row", unit_scale=True, desc=f"checking {column}", leave=False)
+        return tqdm(total=rows, unit="row", unit_scale=True, desc=f"checking {label}", leave=False)
 
 
 # -- the pieces of a judgement ---------------------------------------------------------------
@@ -369,7 +445,6 @@ class IbisEngine(Engine):
 class _Names:
     """Column names for the work columns, fresh for each judgement so they can't clash."""
 
-    value: str
     n: str
     k1: str
     kl: str
@@ -385,6 +460,60 @@ class _Names:
     def fresh(cls) -> _Names:
         tag = uuid.uuid4().hex[:8]
         return cls(*(f"_chatgate_{tag}_{part}" for part in cls.__dataclass_fields__))
+
+    def fvalues(self, plan: _Plan) -> list[str]:
+        """The names of the failing values in the value join's failing set, one per column."""
+        return [f"{self.fvalue}{i}" for i in range(len(plan.columns))]
+
+
+_DIGESTED = frozenset({"text", "bool", "int"})
+"""The kinds of column a tuple's SHA-256 covers (the hash join); others join on the value."""
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What a judgement reads, and how it keys, digests and joins the tuples back.
+
+    `single`: one chat column judged alone (a `ChatCheck` without extra columns):
+    nulls are counted on the backend, keyed and digested as in the module docstring.
+    Otherwise the tuple of `columns` is, nulls and all. `kinds` says, per column,
+    how a tuple's SHA-256 covers it ("text", "bool", "int") or why it can't
+    ("binary", "native", "other").
+    """
+
+    columns: tuple[str, ...]
+    kinds: tuple[str, ...]
+    join_on: str
+    single: bool
+    na_pass: bool = True
+
+    def read(self, table: ibis.Table) -> list:
+        """The check's columns of `table`, as judged (JSON read as its text)."""
+        return [_value_of(column)(table) for column in self.columns]
+
+    def whole(self, table: ibis.Table):
+        """One value per row standing for the whole tuple, for the dedup estimate."""
+        values = self.read(table)
+        if self.single:
+            return values[0]
+        return ibis.struct({f"c{i}": value for i, value in enumerate(values)})
+
+    def keys(self, values: list) -> tuple:
+        return _keys(values[0]) if self.single else _tuple_keys(values)
+
+    def digests(self, arrays: list[pa.Array]) -> pa.StringArray:
+        """The SHA-256 (hex) of each failing tuple, in Python."""
+        return _sha256_hex(arrays[0]) if self.single else _tuple_sha256(arrays, self.kinds)
+
+    def digest_of(self, values: list):
+        """The same SHA-256, on the backend."""
+        if self.single:
+            return values[0].hexdigest("sha256")
+        return _tuple_digest(values, self.kinds)
+
+    def same(self, left, right):
+        """Do two values join? A null matches a null in a tuple (a lone chat's nulls never travel)."""
+        return left == right if self.single else left.identical_to(right)
 
 
 def _require_column(table: ibis.Table, column: str) -> None:
@@ -414,6 +543,27 @@ def _kind(table: ibis.Table, column: str, backend) -> str:
     )
 
 
+def _part_kind(table: ibis.Table, column: str, backend) -> str:
+    """The kind of one column of a tuple: any type the check reads, nested ones on DuckDB only."""
+    dtype = table.schema()[column]
+    if dtype.is_string() or dtype.is_json():
+        return "text"
+    if dtype.is_boolean():
+        return "bool"
+    if dtype.is_integer():
+        return "int"
+    if dtype.is_binary():
+        return "binary"
+    if dtype.is_array() or dtype.is_struct() or dtype.is_map():
+        if backend.name in NATIVE_BACKENDS:
+            return "native"
+        raise TypeError(
+            f"column {column!r} is {dtype}: the {backend.name} backend can't hand nested values "
+            "to Python as Arrow; store them as JSON text (string)"
+        )
+    return "other"
+
+
 def _value_of(column: str):
     """How to read the judged value from any table that has `column` (JSON type read as text)."""
 
@@ -430,6 +580,7 @@ def _distinct_estimate(table: ibis.Table, value_of) -> tuple[int, int]:
     The distinct count of the values' 64-bit hashes: exact but for hash collisions, and
     cheap (a scan and a hash table of integers). DuckDB 1.x's `approx_count_distinct` was
     off by up to 20% on 1M rows, too much to decide on; it serves backends without `hash()`.
+    A tuple is a struct, never null: every row counts.
     """
     value = value_of(table)
     try:
@@ -449,16 +600,20 @@ def _has_hash_ops(backend) -> bool:
         return False
 
 
-def _stream_expr(table, value_of, names: _Names, *, dedup_on: bool, hashed: bool) -> ibis.Table:
-    """What is sent to Python: the values (distinct, with their row counts) and their keys."""
-    values = table.select(**{names.value: value_of(table)})
+def _stream_expr(table, plan: _Plan, names: _Names, *, dedup_on: bool) -> ibis.Table:
+    """What is sent to Python: the tuples (distinct, with their row counts) and their keys.
+
+    The check's columns keep their names; the work columns have fresh ones.
+    """
+    values = table.select(
+        **{column: value for column, value in zip(plan.columns, plan.read(table))}
+    )
     if dedup_on:
-        values = values.group_by(names.value).aggregate(**{names.n: ibis._.count()})
-    else:
-        values = values.filter(values[names.value].notnull())
-    if hashed:
-        value = values[names.value]
-        k1, kl = _keys(value)
+        values = values.group_by(list(plan.columns)).aggregate(**{names.n: ibis._.count()})
+    elif plan.single:
+        values = values.filter(values[plan.columns[0]].notnull())
+    if plan.join_on == "hash":
+        k1, kl = plan.keys([values[column] for column in plan.columns])
         values = values.mutate(**{names.k1: k1, names.kl: kl})
     return values
 
@@ -466,6 +621,47 @@ def _stream_expr(table, value_of, names: _Names, *, dedup_on: bool, hashed: bool
 def _keys(value):
     """The key of each value: its backend hash and its length (SHA-256 settles the rest)."""
     return value.hash(), value.length().cast(dt.int64)
+
+
+def _tuple_keys(values: list):
+    """The key of each tuple: the hash of the struct of its values and the sum of its text lengths.
+
+    A null hashes too (as a null field of the struct), so tuples with nulls have keys.
+    """
+    k1 = ibis.struct({f"c{i}": value for i, value in enumerate(values)}).hash()
+    lengths = [
+        value.length().cast(dt.int64).fill_null(-1) for value in values if value.type().is_string()
+    ]
+    kl = functools.reduce(lambda a, b: a + b, lengths) if lengths else ibis.literal(0, dt.int64)
+    return k1, kl.cast(dt.int64)
+
+
+def _tuple_sha256(arrays: list[pa.Array], kinds: tuple[str, ...]) -> pa.StringArray:
+    """The SHA-256 (hex) of each tuple: that of its parts joined with "," (module docstring)."""
+    parts = []
+    for array, kind in zip(arrays, kinds):
+        if kind == "text":
+            part = _sha256_hex(array)
+        elif kind == "bool":
+            part = pc.if_else(array, "t", "f")
+        else:  # int
+            part = array.cast(pa.string())
+        parts.append(pc.if_else(array.is_null(), NULL_PART, part))
+    return _sha256_hex(pc.binary_join_element_wise(*parts, ","))
+
+
+def _tuple_digest(values: list, kinds: tuple[str, ...]):
+    """`_tuple_sha256` on the backend."""
+    parts = []
+    for value, kind in zip(values, kinds):
+        if kind == "text":
+            part = value.hexdigest("sha256")
+        elif kind == "bool":
+            part = value.ifelse("t", "f")
+        else:  # int
+            part = value.cast(dt.string)
+        parts.append(ibis.cases((value.isnull(), NULL_PART), else_=part))
+    return ibis.literal(",").join(parts).hexdigest("sha256")
 
 
 @contextlib.contextmanager
@@ -477,17 +673,17 @@ def _open_reader(expr: ibis.Table, chunk_size: int):
         reader.close()
 
 
-def _failing_table(tally: _Tally, names: _Names, join_on: str) -> ibis.Table | None:
+def _failing_table(tally: _Tally, plan: _Plan, names: _Names) -> ibis.Table | None:
     """The failing set as a memtable, one row per key (None when nothing failed).
 
-    On the hash join, a row is (hash, length, {SHA-256: reason}): the failing values
+    On the hash join, a row is (hash, length, {SHA-256: reason}): the failing tuples
     that share hash and length (DuckDB's `hash()` collides on long strings that differ
     in a byte or two) share a row, so the join never multiplies a source row.
     """
     if not tally.failing:
         return None
-    if join_on == "value":
-        # Without deduplication a failing value comes once per row: the backend dedupes them.
+    if plan.join_on == "value":
+        # Without deduplication a failing tuple comes once per row: the backend dedupes them.
         return ibis.memtable(pa.concat_tables(tally.failing)).distinct()
     distinct = _distinct_failing(tally.failing, names)
     by_key = distinct.group_by([names.fk1, names.fkl], use_threads=False).aggregate(
@@ -504,30 +700,40 @@ def _failing_table(tally: _Tally, names: _Names, join_on: str) -> ibis.Table | N
     )
 
 
-def _annotate(table, reason_column, *, value_of, fmt, failing, names: _Names, join_on: str):
+def _annotate(table, reason_column, *, plan: _Plan, failing, names: _Names):
     """`table` plus `reason_column`: the null code on the backend, the failing set joined back."""
-    missing = ibis.literal(None if fmt.na_pass else "not_messages", type=dt.string)
     nothing = ibis.literal(None, type=dt.string)
-    if failing is None:
-        value = value_of(table)
-        return table.mutate(**{reason_column: ibis.cases((value.isnull(), missing), else_=nothing)})
+    missing = ibis.literal(None if plan.na_pass else "not_messages", type=dt.string)
 
-    if join_on == "value":
-        joined = table.left_join(failing, value_of(table) == failing[names.fvalue])
+    def settled(source, found):
+        """A lone chat column's nulls get their code here; a tuple's were judged."""
+        if not plan.single:
+            return found
+        return ibis.cases((plan.read(source)[0].isnull(), missing), else_=found)
+
+    if failing is None:
+        return table.mutate(**{reason_column: settled(table, nothing)})
+
+    if plan.join_on == "value":
+        keys = [
+            plan.same(value, failing[name])
+            for value, name in zip(plan.read(table), names.fvalues(plan))
+        ]
+        joined = table.left_join(failing, keys)
         found = joined[names.freason]
     else:
-        k1, kl = _keys(value_of(table))
+        k1, kl = plan.keys(plan.read(table))
         keyed = table.mutate(**{names.k1: k1, names.kl: kl})
         keys = [keyed[names.k1] == failing[names.fk1], keyed[names.kl] == failing[names.fkl]]
         joined = keyed.left_join(failing, keys)
         by_digest = joined[names.freason]
-        # A row takes the reason of the failing value whose SHA-256 is its own. The digest
+        # A row takes the reason of the failing tuple whose SHA-256 is its own. The digest
         # is computed for the rows whose key matched only: the first branch settles the rest.
         found = ibis.cases(
             (by_digest.isnull(), nothing),
-            else_=by_digest.get(value_of(joined).hexdigest("sha256")),
+            else_=by_digest.get(plan.digest_of(plan.read(joined))),
         )
-    reason = ibis.cases((value_of(joined).isnull(), missing), else_=found)
+    reason = settled(joined, found)
     return joined.select(*[joined[c] for c in table.columns], **{reason_column: reason})
 
 
@@ -565,7 +771,7 @@ def _sha256_hex(texts: pa.Array) -> pa.StringArray:
 
 
 def _distinct_failing(tables: list[pa.Table], names: _Names) -> pa.Table:
-    """One row per failing value: (hash, length, SHA-256, reason)."""
+    """One row per failing tuple: (hash, length, SHA-256, reason)."""
     keys = [names.fk1, names.fkl, names.fsha]
     grouped = pa.concat_tables(tables).group_by(keys).aggregate([(names.freason, "min")])
     return grouped.select([*keys, f"{names.freason}_min"]).rename_columns([*keys, names.freason])
