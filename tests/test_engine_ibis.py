@@ -12,15 +12,12 @@ import tracemalloc
 import uuid
 from dataclasses import dataclass
 
-import pytest
-
-ibis = pytest.importorskip("ibis")
-pytest.importorskip("duckdb")
-deltalake = pytest.importorskip("deltalake")
-
+import deltalake
+import ibis
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

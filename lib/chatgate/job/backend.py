@@ -67,6 +67,3 @@ class JobBackend(ABC):
     @abstractmethod
     def restore(self, target: str, version: int | None) -> None:
         """Undo this run's writes to `target`: back to `version`, or emptied if it was new."""
-
-    def close(self) -> None:
-        """Release what the backend holds (connections); the default holds nothing."""

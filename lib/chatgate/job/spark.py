@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from functools import reduce
-from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
