@@ -347,10 +347,11 @@ class Validate:
         if self.time_start is None:
             raise ChatgateError("call .interrogate() first: the plan hasn't been run")
 
-    def _per_step(self, attr: str, i: int | list[int] | None, scalar: bool):
+    def _per_step(self, value: Callable[[Step], Any], i: int | list[int] | None, scalar: bool):
+        """`value` of each step asked for (all by default): a dict, or one value with scalar=True."""
         self._require_interrogated()
         wanted = [s.i for s in self.steps] if i is None else ([i] if isinstance(i, int) else list(i))
-        values = {n: getattr(self._step(n), attr) for n in wanted}
+        values = {n: value(self._step(n)) for n in wanted}
         if scalar:
             if len(values) != 1:
                 raise ValueError("scalar=True needs a single step: pass i=<step number>")
@@ -359,39 +360,29 @@ class Validate:
 
     def n(self, i=None, scalar: bool = False):
         """Test units (rows) per step."""
-        return self._per_step("units", i, scalar)
+        return self._per_step(lambda s: s.units, i, scalar)
 
     def n_passed(self, i=None, scalar: bool = False):
-        return self._per_step("passed", i, scalar)
+        return self._per_step(lambda s: s.passed, i, scalar)
 
     def n_failed(self, i=None, scalar: bool = False):
-        return self._per_step("failed", i, scalar)
+        return self._per_step(lambda s: s.failed, i, scalar)
 
     def f_passed(self, i=None, scalar: bool = False):
-        return self._per_step("f_passed", i, scalar)
+        return self._per_step(lambda s: s.f_passed, i, scalar)
 
     def f_failed(self, i=None, scalar: bool = False):
-        return self._per_step("f_failed", i, scalar)
-
-    def _level(self, level: str, i, scalar: bool):
-        self._require_interrogated()
-        wanted = [s.i for s in self.steps] if i is None else ([i] if isinstance(i, int) else list(i))
-        values = {n: level in self._step(n).levels for n in wanted}
-        if scalar:
-            if len(values) != 1:
-                raise ValueError("scalar=True needs a single step: pass i=<step number>")
-            return next(iter(values.values()))
-        return values
+        return self._per_step(lambda s: s.f_failed, i, scalar)
 
     def warning(self, i=None, scalar: bool = False):
         """Whether each step reached its warning level."""
-        return self._level("warning", i, scalar)
+        return self._per_step(lambda s: "warning" in s.levels, i, scalar)
 
     def error(self, i=None, scalar: bool = False):
-        return self._level("error", i, scalar)
+        return self._per_step(lambda s: "error" in s.levels, i, scalar)
 
     def critical(self, i=None, scalar: bool = False):
-        return self._level("critical", i, scalar)
+        return self._per_step(lambda s: "critical" in s.levels, i, scalar)
 
     def all_passed(self) -> bool:
         """True when every active step ran and no unit failed."""
