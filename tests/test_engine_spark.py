@@ -1,18 +1,29 @@
 """The Spark engine against the reference check, on tiny DataFrames in one shared session.
 
-Every expected reason comes from `rules.first_problem`, row by row, so the engine
-and the reference can't drift apart.
+Every expected reason comes from `rules.first_problem` (or, for a `RowCheck` of
+several columns, its `check_row`), row by row, so the engine and the reference
+can't drift apart.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 
 import pytest
 
 from chatgate.engines import spark_session
-from chatgate.rules import REASONS, ChatFormat, first_problem
+from chatgate.engines.base import ordered_reasons
+from chatgate.rules import (
+    REASONS,
+    ChatCheck,
+    ChatFormat,
+    DatasetCheck,
+    LabelCheck,
+    RowCheck,
+    first_problem,
+)
 
 
 def _j(*messages) -> str:
@@ -100,10 +111,19 @@ def judged_by_mode(engine, repeated):
     return {mode: engine.judge(df, "messages", FMT, dedup=mode) for mode in ("on", "off", "auto")}
 
 
-def _expected_df(spark, rows, schema, fmt=FMT, value_index=-1):
-    return spark.createDataFrame(
-        [(*row, expected(row[value_index], fmt)) for row in rows], f"{schema}, pb_reason_ string"
-    )
+def assert_annotated(annotated, rows, schema, fmt=FMT, value_index=-1):
+    """`annotated` is `rows` (of `schema`, an id first) plus their expected reasons, in any order.
+
+    One Spark job (a collect), where comparing two DataFrames with sorted rows takes four.
+    """
+    want_schema = annotated.sparkSession.createDataFrame([], f"{schema}, pb_reason_ string").schema
+    assert [(f.name, f.dataType) for f in annotated.schema] == [
+        (f.name, f.dataType) for f in want_schema
+    ]
+    names = annotated.columns
+    want = {row[0]: dict(zip(names, (*row, expected(row[value_index], fmt)))) for row in rows}
+    got = {r[0]: r.asDict(recursive=True) for r in annotated.collect()}
+    assert got == want
 
 
 def _counts(rows, fmt=FMT, value_index=-1):
@@ -133,18 +153,11 @@ PYTHON_STEP = r"\b(Python)?MapInArrow\b"
 
 @pytest.mark.spark
 def test_every_reason_in_json_text(spark, engine, text_df):
-    from chispa import assert_df_equality
-
     judged = engine.judge(text_df, "messages", FMT)
 
     rows = text_rows()
     assert set(REASONS) <= {expected(v) for _, _, v in rows}
-    assert_df_equality(
-        judged.annotated,
-        _expected_df(spark, rows, TEXT_SCHEMA),
-        ignore_row_order=True,
-        ignore_nullable=True,
-    )
+    assert_annotated(judged.annotated, rows, TEXT_SCHEMA)
     assert judged.units == len(rows)
     assert judged.reasons == _counts(rows)
     assert list(judged.reasons.values()) == sorted(judged.reasons.values(), reverse=True)
@@ -194,12 +207,9 @@ def test_duplicates_multiply_counts(judged_by_mode, repeated):
 
 @pytest.mark.spark
 def test_dedup_modes_give_the_same_table(spark, judged_by_mode, repeated):
-    from chispa import assert_df_equality
-
     _, rows = repeated
-    want = _expected_df(spark, rows, "id int, messages string")
     for judged in judged_by_mode.values():
-        assert_df_equality(judged.annotated, want, ignore_row_order=True, ignore_nullable=True)
+        assert_annotated(judged.annotated, rows, "id int, messages string")
     auto = judged_by_mode["auto"]
     assert auto.deduplicated  # 4 distinct of 18 values
     assert auto.extra["distinct_estimate"] == 4
@@ -225,14 +235,11 @@ def test_python_runs_after_the_aggregation_and_joins_back_by_broadcast(judged_by
 @pytest.mark.spark
 @pytest.mark.parametrize("na_pass", [False, True])
 def test_nulls_follow_na_pass(spark, engine, na_pass):
-    from chispa import assert_df_equality
-
     fmt = ChatFormat(na_pass=na_pass)
     rows = [(1, None), (2, _j(("user", "Hi"))), (3, "null"), (4, None), (5, "[]")]
     df = spark.createDataFrame(rows, "id int, messages string")
     judged = engine.judge(df, "messages", fmt, dedup="on")
-    want = _expected_df(spark, rows, "id int, messages string", fmt)
-    assert_df_equality(judged.annotated, want, ignore_row_order=True, ignore_nullable=True)
+    assert_annotated(judged.annotated, rows, "id int, messages string", fmt)
     assert judged.reasons == _counts(rows, fmt)
     assert judged.reasons["not_messages"] == (1 if na_pass else 3)
     assert judged.distinct_values == 3  # nulls never go to Python
@@ -257,17 +264,10 @@ NATIVE_CASES = [
 
 @pytest.mark.spark
 def test_native_list_of_structs(spark, engine):
-    from chispa import assert_df_equality
-
     rows = [(i, value) for i, value in enumerate(NATIVE_CASES)]
     df = spark.createDataFrame(rows, NATIVE_SCHEMA)
     judged = engine.judge(df, "messages", FMT, dedup="on")
-    assert_df_equality(
-        judged.annotated,
-        _expected_df(spark, rows, NATIVE_SCHEMA),
-        ignore_row_order=True,
-        ignore_nullable=True,
-    )
+    assert_annotated(judged.annotated, rows, NATIVE_SCHEMA)
     assert judged.reasons == _counts(rows)
     assert judged.distinct_values == len(rows) - 2  # one repeat, one null
     by_id = {r["id"]: r["pb_reason_"] for r in judged.annotated.collect()}
@@ -312,6 +312,8 @@ def test_edge_tables(spark, engine):
     judged = engine.judge(empty, "messages", FMT)
     assert (judged.units, judged.failed, judged.reasons, judged.distinct_values) == (0, 0, {}, 0)
     assert judged.annotated.columns == ["id", "messages", "pb_reason_"]
+    judged = engine.judge_check(empty, ChatCheck("messages", FMT, images_column="id"), dedup="on")
+    assert (judged.units, judged.failed, judged.distinct_values) == (0, 0, 0)  # no stats pass
 
     clean = spark.createDataFrame(
         [(1, _j(("user", "a"), ("assistant", "b")))], "id int, `odd.name` string"
@@ -331,6 +333,167 @@ def test_bad_arguments_raise_before_any_job(spark, engine, text_df):
         engine.judge(text_df, "nope", FMT)
     with pytest.raises(ValueError, match="already has a column"):
         engine.judge(text_df, "messages", FMT, reason_column="label")
+    with pytest.raises(KeyError, match="chosen"):
+        engine.judge_check(text_df, DatasetCheck("implicit_preference"))
+    with pytest.raises(TypeError, match="RowCheck"):
+        engine.judge_check(text_df, "messages")
+
+
+# --- Row checks of several columns (and of a label) -------------------------------
+
+PROMPT = _j(("user", "Hi"))
+REPLY, OTHER_REPLY = _j(("assistant", "Hello")), _j(("assistant", "Hey"))
+CALLING = json.dumps(
+    [
+        {"role": "user", "content": "Weather?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "content": "sunny"},
+        {"role": "assistant", "content": "Sunny."},
+    ]
+)
+WEATHER_TOOLS = json.dumps([{"type": "function", "function": {"name": "get_weather"}}])
+
+# check, schema of its columns, rows of values (repeats, so dedup="on" groups some).
+ROW_CHECKS = {
+    "preference": (
+        DatasetCheck("preference"),
+        "prompt string, chosen string, rejected string",
+        [(PROMPT, REPLY, OTHER_REPLY)] * 3
+        + [(PROMPT, REPLY, REPLY)] * 2
+        + [
+            (_j(("user", "Hi"), ("assistant", "x")), REPLY, OTHER_REPLY),
+            (PROMPT, _j(("user", "x")), OTHER_REPLY),
+            (PROMPT, _j(("assistant", "a"), ("assistant", "b")), OTHER_REPLY),
+            (PROMPT, '[{"role": "assistant"', OTHER_REPLY),
+            ("The sky is", REPLY, OTHER_REPLY),
+        ]
+        + [("The sky is", " blue.", " green.")] * 2
+        + [("The sky is", "", " green."), ("The sky is", " blue.", " blue.")]
+        + [(None, REPLY, OTHER_REPLY)] * 2
+        + [("The sky is", None, " green."), ("The sky is", " green.", None)]
+        + [(None, None, None)] * 2
+        + [("", None, "x"), (None, "", "x")],
+    ),
+    # With na_pass a null is skipped, so (null, x) and (x, null) differ: the key must too.
+    "prompt_completion": (
+        DatasetCheck("prompt_completion", ChatFormat(na_pass=True)),
+        "prompt string, completion string",
+        [(PROMPT, REPLY)] * 3
+        + [("The sky is", " blue.")] * 2
+        + [(None, PROMPT)] * 2
+        + [(PROMPT, None)] * 2
+        + [(None, ""), ("", None), (None, None), (None, None)]
+        + [(REPLY, REPLY), (PROMPT, _j(("assistant", ""))), ("The sky is", REPLY)],
+    ),
+    "chat_with_tools": (
+        ChatCheck("messages", ChatFormat(tools=True), tools_column="tools"),
+        "messages string, tools string",
+        [(CALLING, WEATHER_TOOLS)] * 3
+        + [(CALLING, json.dumps([{"name": "get_time"}]))] * 2
+        + [(CALLING, None)] * 2
+        + [(CALLING, '{"name": "get_weather"}'), (CALLING, "not json")]
+        + [(_j(("user", "a"), ("assistant", "b")), None)] * 2
+        + [(None, WEATHER_TOOLS), (None, None), (None, None), ("[]", WEATHER_TOOLS)],
+    ),
+    "label": (
+        LabelCheck("label"),
+        "label boolean",
+        [(True,)] * 3 + [(False,)] * 2 + [(None,)] * 3,
+    ),
+}
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("name", list(ROW_CHECKS))
+def test_row_checks_match_check_row(spark, engine, name):
+    from pyspark.sql import functions as F
+
+    check, schema, values = ROW_CHECKS[name]
+    rows = [(i, *value) for i, value in enumerate(values)]
+    df = spark.createDataFrame(rows, f"id int, {schema}")
+    want = {row[0]: check.check_row(dict(zip(df.columns, row))) for row in rows}
+    assert None in want.values() and len(set(want.values())) >= 2
+    counts = Counter(code for code in want.values() if code)
+    first: dict[str, int] = {}
+    for i, code in want.items():
+        if code:
+            first.setdefault(code, i)
+    reasons = ordered_reasons(dict(counts), first)
+
+    judged = {mode: engine.judge_check(df, check, dedup=mode) for mode in ("on", "off")}
+    both = [j.annotated.select(F.lit(mode).alias("mode"), "id", "pb_reason_") for mode, j in judged.items()]
+    got: dict[str, dict] = {mode: {} for mode in judged}
+    for mode, i, code in both[0].unionByName(both[1]).collect():  # one job for both
+        got[mode][i] = code
+    assert got == {mode: want for mode in judged}
+    for mode, j in judged.items():
+        assert list(j.reasons.items()) == list(reasons.items()), mode
+        assert (j.units, j.failed) == (len(rows), counts.total())
+        assert j.annotated.columns == [*df.columns, "pb_reason_"]
+    # Nulls go to Python like any value: one key per distinct row of values.
+    assert judged["on"].deduplicated and judged["on"].distinct_values == len(set(values))
+    assert not judged["off"].deduplicated and judged["off"].distinct_values == len(rows)
+
+    on_plan = _final_plan(judged["on"].extra["checked"])
+    assert _first_line(on_plan, PYTHON_STEP) < _first_line(on_plan, AGGREGATE), on_plan
+    annotated_plan = judged["off"].annotated._jdf.queryExecution().executedPlan().toString()
+    assert "BroadcastHashJoin" in annotated_plan and not re.search(PYTHON_STEP, annotated_plan)
+
+
+@pytest.mark.spark
+def test_wide_key_tells_nulls_empties_and_positions_apart(spark):
+    from pyspark.sql import functions as F
+
+    from chatgate.engines.spark import KEYS, wide_key_columns
+
+    pairs = [
+        (None, None), ("", ""), (None, ""), ("", None), ("x", None), (None, "x"),
+        ("ab", ""), ("a", "b"), ("", "ab"),
+    ]  # fmt: skip
+    df = spark.createDataFrame(pairs, "a string, b string")
+    keys = wide_key_columns([F.col("a"), F.col("b")])
+    got = df.select(
+        F.xxhash64("a", "b").alias("plain"), *(k.alias(n) for k, n in zip(keys, KEYS))
+    ).collect()
+    # Spark's hash skips nulls: (x, null) and (null, x) hash alike without the null flags.
+    assert got[4]["plain"] == got[5]["plain"]
+    assert len({tuple(r)[1:] for r in got}) == len(pairs)
+    assert all(value is not None for r in got for value in r)
+    assert [r[KEYS[2]] for r in got] == [0, 0, 0, 0, 1, 1, 2, 2, 2]
+
+
+@pytest.mark.spark
+def test_a_check_gets_only_its_columns_named_as_in_the_table(spark, engine):
+    import pyarrow as pa
+
+    class Seen(RowCheck):
+        """Fails every row with the names of the columns it was sent."""
+
+        columns = ("odd.name", "b")
+        codes = ()
+
+        def describe(self):
+            return "seen"
+
+        def as_dict(self):
+            return {}
+
+        def check_row(self, row):
+            return None
+
+        def check(self, batch):
+            return pa.array(["|".join(batch.schema.names)] * batch.num_rows, pa.string())
+
+    df = spark.createDataFrame([(1, "x", None), (2, None, 5)], "id int, `odd.name` string, b int")
+    judged = engine.judge_check(df, Seen(), dedup="off")
+    assert judged.reasons == {"odd.name|b": 2}
+    assert [r[-1] for r in judged.annotated.collect()] == ["odd.name|b"] * 2
 
 
 @pytest.mark.spark
@@ -385,3 +548,64 @@ def test_delta_conf_warns_when_a_running_driver_lacks_delta(monkeypatch):
     monkeypatch.setattr(spark_session, "_delta_loadable", lambda: False)
     with pytest.warns(RuntimeWarning, match="--packages io.delta"):
         assert spark_session.delta_conf({"spark.master": "yarn"}) == {}
+
+
+# -- chispa: the failing and passing rows as whole DataFrames -----------------------
+
+
+def _expected_failing(spark, rows, schema, fmt=FMT):
+    """The rows the reference says fail, with their reason, as a DataFrame of `schema` + pb_reason_."""
+    failing = [(*row, code) for row in rows if (code := expected(row[-1], fmt)) is not None]
+    return spark.createDataFrame(failing, f"{schema}, pb_reason_ string")
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("dedup", ["on", "off"])
+def test_chispa_failing_rows_of_json_text(spark, engine, text_df, dedup):
+    from chispa import assert_df_equality
+
+    judged = engine.judge(text_df, "messages", FMT, dedup=dedup)
+    assert_df_equality(
+        engine.failing_rows(judged),
+        _expected_failing(spark, text_rows(), TEXT_SCHEMA),
+        ignore_row_order=True,
+        ignore_nullable=True,
+    )
+
+
+@pytest.mark.spark
+def test_chispa_native_rows_and_duplicates(spark, engine):
+    from chispa import assert_df_equality
+
+    rows = [(i, value) for i, value in enumerate(NATIVE_CASES * 2)]
+    df = spark.createDataFrame(rows, NATIVE_SCHEMA)
+    judged = engine.judge(df, "messages", FMT, dedup="on")
+    assert_df_equality(
+        engine.failing_rows(judged),
+        _expected_failing(spark, rows, NATIVE_SCHEMA),
+        ignore_row_order=True,
+        ignore_nullable=True,
+    )
+    passing = [row for row in rows if expected(row[-1]) is None]
+    assert_df_equality(
+        engine.passing_rows(judged),
+        spark.createDataFrame(passing, NATIVE_SCHEMA),
+        ignore_row_order=True,
+        ignore_nullable=True,
+    )
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("na_pass", [False, True])
+def test_chispa_nulls(spark, engine, repeated, na_pass):
+    from chispa import assert_df_equality
+
+    df, rows = repeated
+    fmt = ChatFormat(first_role="user", last_role="assistant", na_pass=na_pass)
+    judged = engine.judge(df, "messages", fmt)
+    assert_df_equality(
+        engine.failing_rows(judged),
+        _expected_failing(spark, rows, "id int, messages string", fmt),
+        ignore_row_order=True,
+        ignore_nullable=True,
+    )

@@ -1,40 +1,59 @@
 """The Spark engine: hash, deduplicate, check in Arrow batches, broadcast the failures back.
 
-`SparkEngine.judge` runs two Spark jobs and returns a lazy annotated DataFrame:
+`SparkEngine.judge_check` judges the columns of one `RowCheck` together (the
+inherited `judge` is `judge_check` with the `ChatCheck` of one column). It runs
+two Spark jobs (one, when the second can count the rows) and returns a lazy
+annotated DataFrame:
 
 1. a stats pass, one native aggregation (no Python, no shuffle beyond partial
-   aggregates): rows, non-null rows, the first null row and, with `dedup="auto"`,
-   a HyperLogLog estimate of the distinct values, which decides the dedup;
-2. the check: each non-null value gets a wide key; with dedup the values are
-   grouped by key (one value and a row count per key) before Python sees them;
-   `mapInArrow` hands them to `rules.check_array` in Arrow batches of about
-   `BATCH_ROWS` rows and sends back only the failing (key, reason, count, first
-   row) rows and one tally row per batch. Without dedup the failing rows are
-   summed per key natively. The driver collects that small set as Arrow; it never
-   sees a source row.
+   aggregates): rows, the rows to send to Python (all of them, but for the nulls
+   of a one-column `ChatCheck`), the first row not sent and, with
+   `dedup="auto"`, a HyperLogLog estimate of the distinct keys to send, which
+   decides the dedup. A check that sees every row, with dedup "on" or "off",
+   has nothing to decide: it skips this pass and the check counts the rows;
+2. the check: each row gets a wide key over the check's columns; with dedup the
+   rows are grouped by key (one set of values and a row count per key) before
+   Python sees them; `mapInArrow` hands exactly the check's columns (named as in
+   the table, plus the key and row bookkeeping) to `check.check` in Arrow batches
+   of about `BATCH_ROWS` rows and sends back only the failing (key, reason,
+   count, first row) rows and one tally row per batch. Without dedup the failing
+   rows are summed per key natively. The driver collects that small set as Arrow;
+   it never sees a source row.
 
 The annotated table is the source left-joined, on the key, with a broadcast of
-the failing (key, reason) pairs; a null value gets its reason natively
-(`not_messages`, or none with `na_pass=True`) and never goes to Python. Reading
-it (to write a quarantine, to split the valid rows) scans the source again.
+the failing (key, reason) pairs. Reading it (to write a quarantine, to split the
+valid rows) scans the source again.
 
-The key of a value is (xxhash64, murmur3 `hash`, byte length) of its text: two
+Nulls. A `ChatCheck` of one column (the core check) keeps its null values out of
+Python: a null gets its reason natively (`not_messages`, or none with
+`na_pass=True`), as `check_array` would give it. Any other check sees every row,
+nulls included, and decides itself what a null is worth (a preference row with a
+null `prompt` may pass with `na_pass=True`; a null `tools` declares nothing).
+
+The key of one column is (xxhash64, murmur3 `hash`, byte length) of its text: two
 different values share a key only if two independent hashes and the length all
-collide (about 2^-96 per pair). Native values (lists of structs, maps, structs)
-are keyed on their JSON text with nulls written out: Spark's hashes skip null
-fields, so `[{"role": null, "content": "user"}]` and
-`[{"role": "user", "content": null}]` hash alike, while their problems differ
-(`bad_message`, `empty_content`).
+collide (about 2^-96 per pair). The key of several columns (or of a check that
+sees nulls) hashes every column's text followed by its null flag, in the check's
+column order: `xxhash64(t1, t1 IS NULL, t2, t2 IS NULL, ...)`, the same with
+`hash`, and the summed byte lengths (a long, nulls counting 0). Spark's hashes skip
+a null argument, so without the flags `(null, x)`, `(x, null)` and `(x, "")`-like
+rows would hash alike; the flag, never null itself, marks each column's position
+and null-ness. Native values (lists of structs, maps, structs) are keyed on their
+JSON text with nulls written out: Spark's hashes skip null fields, so
+`[{"role": null, "content": "user"}]` and `[{"role": "user", "content": null}]`
+hash alike, while their problems differ (`bad_message`, `empty_content`).
 
-Reasons of equal counts are ordered by their first row, as
-`monotonically_increasing_id` numbers the source (its scan order).
+Reasons are ordered by count, ties by their first row (`monotonically_increasing_id`
+numbers the source in its scan order), then by the global order of all codes.
 """
 
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -43,14 +62,14 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..rules import ChatFormat, check_array
+from ..rules import ChatCheck, RowCheck
 from .base import REASON_COLUMN, Dedup, Engine, Judged, ordered_reasons
 
 BATCH_ROWS = 10_000
 """Rows per Arrow batch sent to Python (spark.sql.execution.arrow.maxRecordsPerBatch)."""
 
 DEDUP_BELOW = 0.5
-"""`dedup="auto"` deduplicates when distinct values / non-null rows is below this.
+"""`dedup="auto"` deduplicates when distinct keys / rows checked is below this.
 
 Deduplication costs a shuffle of the distinct values and a sort-based aggregate
 (Spark can't hash-aggregate a string buffer); measured at 1M rows it lost at 30%
@@ -64,7 +83,6 @@ H1, H2, LENGTH = "__chatgate_h1__", "__chatgate_h2__", "__chatgate_len__"
 KEYS = (H1, H2, LENGTH)
 VALUE, REASON, COUNT = "__chatgate_value__", "__chatgate_reason__", "__chatgate_n__"
 ROW = "__chatgate_row__"
-_CHECKED_SCHEMA = f"{H1} long, {H2} int, {LENGTH} int, {REASON} string, {COUNT} long, {ROW} long"
 _BATCH_CONF = "spark.sql.execution.arrow.maxRecordsPerBatch"
 _LARGE_VAR_CONF = "spark.sql.execution.arrow.useLargeVarTypes"
 _DEDUP_MODES = ("auto", "on", "off")
@@ -76,6 +94,7 @@ class SparkEngine(Engine):
     >>> judged = SparkEngine().judge(df, "messages", ChatFormat())  # doctest: +SKIP
     >>> judged.failed, judged.reasons  # doctest: +SKIP
     (2, {'not_alternating': 1, 'unknown_role': 1})
+    >>> judged = SparkEngine().judge_check(df, DatasetCheck("preference"))  # doctest: +SKIP
     """
 
     name = "spark"
@@ -97,32 +116,43 @@ class SparkEngine(Engine):
     def row_count(self, table: DataFrame) -> int:
         return table.count()
 
-    def judge(
+    def judge_check(
         self,
         table: DataFrame,
-        column: str,
-        fmt: ChatFormat,
+        check: RowCheck,
         *,
         dedup: Dedup = "auto",
         reason_column: str = REASON_COLUMN,
     ) -> Judged:
-        dtype = _check_arguments(table, column, dedup, reason_column)
-        value = _col(column)
-        keys = key_columns(value, dtype)
-        hashed = F.xxhash64(_key_text(value, dtype)) if dedup == "auto" else None
-        rows, present, first_null, estimate = _stats(table, value, hashed)
+        """Judge the columns `check.columns` of `table` together, with `check.check` only.
+
+        Two jobs (the stats pass, then the check; the check alone when every row
+        goes to Python and `dedup` is "on" or "off"); the annotated table is lazy.
+        `distinct_values` is the number of keys Python checked (every row sent,
+        without dedup); `extra["checked"]` is the lazy check (`failing_frame`).
+        """
+        keyed = _Keyed.of(table, check, dedup, reason_column)
+        if keyed.present is None and dedup != "auto":
+            # Every row goes to Python and nothing is to decide: the check counts the rows.
+            rows = present = first_null = estimate = None
+        else:
+            hashed = keyed.keys[H1] if dedup == "auto" else None
+            rows, present, first_null, estimate = _stats(table, keyed.present, hashed)
         deduplicated = dedup == "on" or (
             dedup == "auto" and present > 0 and estimate / present < self.dedup_below
         )
-        checked = self.failing_frame(table, column, fmt, deduplicated=deduplicated)
-        failing, distinct = self._collect(checked, present)
+        checked = self._failing_frame(table, keyed, deduplicated)
+        failing, distinct, sent = self._collect(checked, present, deduplicated)
+        if rows is None:
+            rows = present = sent
 
-        nulls = rows - present
         counts, first_seen = _reason_counts(failing)
-        if nulls and not fmt.na_pass:
-            counts["not_messages"] = counts.get("not_messages", 0) + nulls
-            first_seen["not_messages"] = min(first_seen.get("not_messages", first_null), first_null)
-        annotated = _annotate(table, value, keys, failing, fmt, reason_column)
+        nulls = rows - present
+        if nulls and keyed.null_reason is not None:
+            code = keyed.null_reason
+            counts[code] = counts.get(code, 0) + nulls
+            first_seen[code] = min(first_seen.get(code, first_null), first_null)
+        annotated = _annotate(table, keyed, failing, reason_column)
         return Judged(
             units=rows,
             failed=sum(counts.values()),
@@ -139,50 +169,64 @@ class SparkEngine(Engine):
             },
         )
 
-    def failing_frame(
-        self, table: DataFrame, column: str, fmt: ChatFormat, *, deduplicated: bool
-    ) -> DataFrame:
-        """The lazy check: (key, reason, count, first row) of each failing value, plus tallies.
+    def failing_frame(self, table: DataFrame, check: RowCheck, *, deduplicated: bool) -> DataFrame:
+        """The lazy check: (key, reason, count, first row) of each failing key, plus tallies.
 
-        A tally row has null key and reason; its count is the number of values a
-        Python batch checked. With `deduplicated`, the values are grouped by key
-        before Python sees them and a row's count is its number of source rows.
-        The first row (`monotonically_increasing_id`, taken before any filter)
-        only orders reasons of equal counts.
+        A tally row has null key and reason; its count is the number of rows (or,
+        with `deduplicated`, of distinct keys) a Python batch checked, and with
+        `deduplicated` its row is the number of source rows they stand for. With
+        `deduplicated`, the rows are grouped by key before Python sees them and a
+        row's count is its number of source rows. The first row
+        (`monotonically_increasing_id`, taken before any filter) only orders
+        reasons of equal counts.
         """
-        value = _col(column)
-        keys = key_columns(value, table.schema[column].dataType)
+        return self._failing_frame(table, _Keyed.of(table, check), deduplicated)
+
+    def _failing_frame(self, table: DataFrame, keyed: _Keyed, deduplicated: bool) -> DataFrame:
+        # Spark-side names of the check's columns (mapInArrow can't take a dotted name).
+        sent = _value_names(keyed.names)
         numbered = table.select(
-            *keys, value.alias(VALUE), F.monotonically_increasing_id().alias(ROW)
+            *(keyed.keys[k].alias(k) for k in KEYS),
+            *(_col(name).alias(alias) for name, alias in zip(keyed.names, sent)),
+            F.monotonically_increasing_id().alias(ROW),
         )
-        present = numbered.filter(F.col(VALUE).isNotNull())
+        present = numbered
+        if keyed.present is not None:  # one column, its nulls judged natively
+            present = numbered.filter(F.col(sent[0]).isNotNull())
         if deduplicated:
+            # One key, one set of values: the first row's stand for all of them.
             present = present.groupBy(*KEYS).agg(
-                F.first(VALUE).alias(VALUE), F.count(F.lit(1)).alias(COUNT), F.min(ROW).alias(ROW)
+                *(F.first(alias).alias(alias) for alias in sent),
+                F.count(F.lit(1)).alias(COUNT),
+                F.min(ROW).alias(ROW),
             )
         check = functools.partial(
             check_batches,
-            fmt=fmt,
+            check=keyed.check,
+            names=dict(zip(sent, keyed.names)),
             counted=deduplicated,
             large_strings=_conf_true(table, _LARGE_VAR_CONF),
         )
-        checked = present.mapInArrow(check, _CHECKED_SCHEMA)
+        checked = present.mapInArrow(check, _checked_schema(keyed.length_type))
         if not deduplicated:
-            # The same failing value on many rows comes back once per row: one row per key.
+            # The same failing key on many rows comes back once per row: one row per key.
             checked = checked.groupBy(*KEYS, REASON).agg(
                 F.sum(COUNT).alias(COUNT), F.min(ROW).alias(ROW)
             )
         return checked
 
-    def _collect(self, checked: DataFrame, present: int) -> tuple[pa.Table, int]:
-        """The failing (key, reason, count) rows and the number of values checked."""
+    def _collect(
+        self, checked: DataFrame, present: int | None, deduplicated: bool
+    ) -> tuple[pa.Table, int, int]:
+        """The failing (key, reason, count) rows, the keys checked and the rows they stand for."""
         if present == 0:
-            return _empty_failing(), 0
+            return _empty_failing(), 0, 0
         with _session_conf(checked, {_BATCH_CONF: str(self.batch_rows)}):
             result = checked.toArrow()
-        tallies = pc.is_null(result[REASON])
-        distinct = pc.sum(result.filter(tallies)[COUNT]).as_py() or 0
-        return result.filter(pc.invert(tallies)), distinct
+        tallies = result.filter(pc.is_null(result[REASON]))
+        distinct = pc.sum(tallies[COUNT]).as_py() or 0
+        sent = (pc.sum(tallies[ROW]).as_py() or 0) if deduplicated else distinct
+        return result.filter(pc.is_valid(result[REASON])), distinct, sent
 
     def failing_rows(self, judged: Judged) -> DataFrame:
         return judged.annotated.filter(_col(judged.reason_column).isNotNull())
@@ -212,14 +256,74 @@ class SparkEngine(Engine):
         return functools.reduce(lambda a, b: a.unionByName(b), tables)
 
 
+@dataclass(frozen=True)
+class _Keyed:
+    """How one check is keyed on one table.
+
+    `names`: the check's columns (as in the table, each once); `keys`: the
+    expressions of H1, H2 and LENGTH; `present`: which rows go to Python (None:
+    all of them); `null_reason`: the code of the others, given natively.
+    """
+
+    check: RowCheck
+    names: tuple[str, ...]
+    keys: dict[str, Column]
+    length_type: str
+    present: Column | None
+    null_reason: str | None
+
+    @classmethod
+    def of(
+        cls,
+        table: DataFrame,
+        check: RowCheck,
+        dedup: str = "auto",
+        reason_column: str = REASON_COLUMN,
+    ) -> _Keyed:
+        names = _check_arguments(table, check, dedup, reason_column)
+        if _nulls_native(check):
+            value = _col(check.column)
+            return cls(
+                check=check,
+                names=names,
+                keys=dict(zip(KEYS, key_columns(value, table.schema[check.column].dataType))),
+                length_type="int",
+                present=value.isNotNull(),
+                null_reason=None if check.fmt.na_pass else "not_messages",
+            )
+        texts = [_key_text(_col(name), table.schema[name].dataType) for name in names]
+        return cls(
+            check=check,
+            names=names,
+            keys=dict(zip(KEYS, wide_key_columns(texts))),
+            length_type="long",
+            present=None,
+            null_reason=None,
+        )
+
+
+def _nulls_native(check: RowCheck) -> bool:
+    """Does `check` read one chat column, whose nulls Spark can judge without Python?"""
+    return isinstance(check, ChatCheck) and tuple(check.columns) == (check.column,)
+
+
 def key_columns(value: Column, dtype: T.DataType) -> list[Column]:
-    """The wide key of each value: (xxhash64, murmur3, byte length) of its text."""
+    """The wide key of one column's non-null values: (xxhash64, murmur3, byte length) of its text."""
     text = _key_text(value, dtype)
-    return [
-        F.xxhash64(text).alias(H1),
-        F.hash(text).alias(H2),
-        F.octet_length(text).alias(LENGTH),
+    return [F.xxhash64(text), F.hash(text), F.octet_length(text)]
+
+
+def wide_key_columns(texts: list[Column]) -> list[Column]:
+    """The wide key of several columns' texts (nulls included), in order.
+
+    Each text is followed by its null flag: Spark's hashes skip a null argument,
+    so `(null, "")` and `("", null)` would hash alike without it.
+    """
+    parts = [part for text in texts for part in (text, text.isNull())]
+    lengths = [
+        F.coalesce(F.octet_length(text).cast("long"), F.lit(0).cast("long")) for text in texts
     ]
+    return [F.xxhash64(*parts), F.hash(*parts), functools.reduce(operator.add, lengths)]
 
 
 def _key_text(value: Column, dtype: T.DataType) -> Column:
@@ -236,20 +340,37 @@ def _key_text(value: Column, dtype: T.DataType) -> Column:
 
 
 def check_batches(
-    batches: Iterator[pa.RecordBatch], *, fmt: ChatFormat, counted: bool, large_strings: bool
+    batches: Iterator[pa.RecordBatch],
+    *,
+    check: RowCheck,
+    names: dict[str, str],
+    counted: bool,
+    large_strings: bool,
 ) -> Iterator[pa.RecordBatch]:
     """The Python step: the failing rows of each batch, then a tally row of the batch.
 
-    Input columns: the key, the value, the rows per value (when `counted`) and
-    the first row of the value. Output: the key, reason, count and first row of
-    each failing value, and a row with a null key and reason whose count is the
-    number of values checked.
+    Input columns: the key, the check's columns (`names` maps their names here to
+    their names in the table), the rows per key (when `counted`) and the first row
+    of the key. `check.check` sees a batch of the check's columns only, named as in
+    the table. Output: the key, reason, count and first row of each failing key,
+    and a row with a null key and reason whose count is the number of keys
+    checked and whose row is, when `counted`, the number of source rows they
+    stand for.
     """
     reason_type = pa.large_string() if large_strings else pa.string()
     for batch in batches:
         if batch.num_rows == 0:
             continue
-        codes = check_array(batch.column(VALUE), fmt)
+        values = pa.RecordBatch.from_arrays(
+            [batch.column(sent) for sent in names], names=list(names.values())
+        )
+        codes = check.check(values)
+        if isinstance(codes, pa.ChunkedArray):
+            codes = codes.combine_chunks()
+        if len(codes) != batch.num_rows:
+            raise ValueError(
+                f"{type(check).__name__}.check gave {len(codes)} codes for {batch.num_rows} rows"
+            )
         failing = codes.is_valid()
         keys = [batch.column(name).filter(failing) for name in KEYS]
         reasons = codes.filter(failing).cast(reason_type)
@@ -258,47 +379,54 @@ def check_batches(
         else:
             counts = pa.repeat(pa.scalar(1, pa.int64()), len(reasons))
         rows = batch.column(ROW).filter(failing)
+        sent = pc.sum(batch.column(COUNT)).as_py() if counted else None
         columns = [
             *(pa.concat_arrays([k, pa.nulls(1, k.type)]) for k in keys),
             pa.concat_arrays([reasons, pa.nulls(1, reason_type)]),
             pa.concat_arrays([counts, pa.array([batch.num_rows], pa.int64())]),
-            pa.concat_arrays([rows, pa.nulls(1, pa.int64())]),
+            pa.concat_arrays([rows, pa.array([sent], pa.int64())]),
         ]
         yield pa.RecordBatch.from_arrays(columns, names=[*KEYS, REASON, COUNT, ROW])
 
 
-def _annotate(
-    table: DataFrame,
-    value: Column,
-    keys: list[Column],
-    failing: pa.Table,
-    fmt: ChatFormat,
-    reason_column: str,
-) -> DataFrame:
-    """`table` plus the reason of each row: a broadcast join on the key, nulls judged natively."""
-    missing = F.lit(None if fmt.na_pass else "not_messages").cast("string")
+def _annotate(table: DataFrame, keyed: _Keyed, failing: pa.Table, reason_column: str) -> DataFrame:
+    """`table` plus the reason of each row: a broadcast join on the key, native nulls judged natively."""
+    missing = F.lit(keyed.null_reason).cast("string")
     if failing.num_rows == 0:
-        return table.withColumn(reason_column, F.when(value.isNull(), missing).cast("string"))
+        if keyed.present is None:
+            return table.withColumn(reason_column, F.lit(None).cast("string"))
+        return table.withColumn(reason_column, F.when(~keyed.present, missing).cast("string"))
     spark = table.sparkSession
     pairs = spark.createDataFrame(failing.select([*KEYS, REASON]))
+    keys = [keyed.keys[k].alias(k) for k in KEYS]
     joined = table.select("*", *keys).join(F.broadcast(pairs), on=list(KEYS), how="left")
-    reason = F.when(value.isNull(), missing).otherwise(F.col(REASON))
+    reason = F.col(REASON)
+    if keyed.present is not None:
+        reason = F.when(~keyed.present, missing).otherwise(reason)
     return joined.select(*(_col(c) for c in table.columns), reason.alias(reason_column))
 
 
 def _stats(
-    table: DataFrame, value: Column, hashed: Column | None
+    table: DataFrame, present: Column | None, hashed: Column | None
 ) -> tuple[int, int, int | None, int | None]:
-    """(rows, non-null rows, first null row, estimated distinct non-null values), in one pass."""
-    columns = [value.alias(VALUE), F.monotonically_increasing_id().alias(ROW)]
+    """(rows, rows for Python, first other row, estimated distinct keys for Python), in one pass.
+
+    `present` says which rows go to Python (None: all of them).
+    """
+    columns = [F.monotonically_increasing_id().alias(ROW)]
+    aggregates = [F.count(F.lit(1))]
+    kept = F.lit(True)
+    if present is not None:
+        columns.insert(0, present.alias(VALUE))
+        kept = F.col(VALUE)
+        aggregates += [F.count_if(kept), F.min(F.when(~kept, F.col(ROW)))]
     if hashed is not None:
         columns.append(hashed.alias(H1))
-    present = F.col(VALUE).isNotNull()
-    aggregates = [F.count(F.lit(1)), F.count(VALUE), F.min(F.when(~present, F.col(ROW)))]
-    if hashed is not None:
-        # A null has a hash too: count the hash only where there is a value.
-        aggregates.append(F.approx_count_distinct(F.when(present, F.col(H1)), rsd=ESTIMATE_RSD))
+        # A null has a hash too: count the hash only where the row goes to Python.
+        aggregates.append(F.approx_count_distinct(F.when(kept, F.col(H1)), rsd=ESTIMATE_RSD))
     row = table.select(*columns).agg(*aggregates).first()
+    if present is None:
+        return row[0], row[0], None, (row[1] if hashed is not None else None)
     return row[0], row[1], row[2], (row[3] if hashed is not None else None)
 
 
@@ -314,12 +442,23 @@ def _reason_counts(failing: pa.Table) -> tuple[dict[str, int], dict[str, int]]:
     )
 
 
+def _value_names(names: tuple[str, ...]) -> list[str]:
+    """The Spark-side names of a check's columns: the single one is VALUE, as ever."""
+    if len(names) == 1:
+        return [VALUE]
+    return [f"{VALUE[:-2]}{i}__" for i in range(len(names))]
+
+
+def _checked_schema(length_type: str) -> str:
+    return f"{H1} long, {H2} int, {LENGTH} {length_type}, {REASON} string, {COUNT} long, {ROW} long"
+
+
 def _empty_failing() -> pa.Table:
     schema = pa.schema(
         [
             (H1, pa.int64()),
             (H2, pa.int32()),
-            (LENGTH, pa.int32()),
+            (LENGTH, pa.int64()),
             (REASON, pa.string()),
             (COUNT, pa.int64()),
             (ROW, pa.int64()),
@@ -328,21 +467,31 @@ def _empty_failing() -> pa.Table:
     return schema.empty_table()
 
 
-def _check_arguments(table: DataFrame, column: str, dedup: str, reason_column: str) -> T.DataType:
+def _check_arguments(
+    table: DataFrame, check: RowCheck, dedup: str, reason_column: str
+) -> tuple[str, ...]:
+    """The check's columns, each once, after checking every argument (no Spark job)."""
     if dedup not in _DEDUP_MODES:
         raise ValueError(f"dedup= must be one of {list(_DEDUP_MODES)}, not {dedup!r}")
-    if column not in table.columns:
-        raise KeyError(f"column {column!r} isn't in the table; its columns are {table.columns}")
+    if not isinstance(check, RowCheck):
+        raise TypeError(f"check= must be a RowCheck, not {type(check).__name__}")
+    names = tuple(dict.fromkeys(check.columns))
+    if not names:
+        raise ValueError(f"{type(check).__name__} reads no column")
+    for column in names:
+        if column not in table.columns:
+            raise KeyError(f"column {column!r} isn't in the table; its columns are {table.columns}")
     taken = {c.lower() for c in table.columns}
     if reason_column.lower() in taken:
         raise ValueError(
             f"the table already has a column {reason_column!r}: "
             "rename it or pick another reason_column="
         )
-    clash = taken & {name.lower() for name in (*KEYS, VALUE, REASON, COUNT, ROW)}
+    reserved = (*KEYS, VALUE, *_value_names(names), REASON, COUNT, ROW)
+    clash = taken & {name.lower() for name in reserved}
     if clash:
         raise ValueError(f"the table has chatgate's reserved column {min(clash)!r}")
-    return table.schema[column].dataType
+    return names
 
 
 def _col(name: str) -> Column:
