@@ -17,6 +17,7 @@ from .engines.base import Engine
 from .errors import ChatgateError
 from .report import StepReport, render_html, render_text
 from .rules import DEFAULT_ROLES, ChatCheck, ChatFormat, RowCheck, dataset_checks
+from .rules.spec import format_of
 from .selectors import Column, Selector, resolve_columns
 from .steps import ASSERTION_TYPE, DATASET_ASSERTION_TYPE, DEFAULT_DIMENSION, Step
 from .thresholds import Actions, Thresholds, normalize_thresholds, run_actions
@@ -114,23 +115,7 @@ class Validate:
         check (tool calls, Harmony, ShareGPT, vision, the sample profile); see the
         README for them and for the problem codes.
         """
-        fmt = ChatFormat(
-            roles=roles,
-            alternate=alternate,
-            first_role=first_role,
-            last_role=last_role,
-            allow_empty=allow_empty,
-            role_key=role_key,
-            content_key=content_key,
-            na_pass=na_pass,
-            tools=tools,
-            harmony=harmony,
-            thinking_key=thinking_key,
-            sharegpt=sharegpt,
-            text_key=text_key,
-            image_token=image_token,
-            profile=profile,
-        )
+        fmt = format_of(locals())
         ChatCheck("_", fmt, tools_column, images_column)  # fail fast on the extra columns
 
         def make_check(column: str) -> RowCheck:

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from .judge import judge
 from .reference import problem_of
-from .spec import DEFAULT_ROLES, ChatFormat
+from .spec import DEFAULT_ROLES, ChatFormat, format_of
 from .values import is_blank
 
 _TEXT_TYPES = (
@@ -63,23 +63,7 @@ def check_batch(
     >>> check_batch(pa.array(['[{"role": "user", "content": "Hi"}]', "[]", None])).to_pylist()
     [None, 'no_messages', 'not_messages']
     """
-    fmt = ChatFormat(
-        roles=roles,
-        alternate=alternate,
-        first_role=first_role,
-        last_role=last_role,
-        allow_empty=allow_empty,
-        role_key=role_key,
-        content_key=content_key,
-        na_pass=na_pass,
-        tools=tools,
-        harmony=harmony,
-        thinking_key=thinking_key,
-        sharegpt=sharegpt,
-        text_key=text_key,
-        image_token=image_token,
-        profile=profile,
-    )
+    fmt = format_of(locals())
     return check_array(array, fmt)
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from .judge import judge
 from .messages import messages_in, read_messages
-from .spec import DEFAULT_ROLES, ChatFormat
+from .spec import DEFAULT_ROLES, ChatFormat, format_of
 from .values import (
     NOT_JSON,
     blank_checker,
@@ -48,23 +48,7 @@ def first_problem(
     >>> first_problem([{"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Yo"}], sharegpt=True) is None
     True
     """
-    fmt = ChatFormat(
-        roles=roles,
-        alternate=alternate,
-        first_role=first_role,
-        last_role=last_role,
-        allow_empty=allow_empty,
-        role_key=role_key,
-        content_key=content_key,
-        na_pass=na_pass,
-        tools=tools,
-        harmony=harmony,
-        thinking_key=thinking_key,
-        sharegpt=sharegpt,
-        text_key=text_key,
-        image_token=image_token,
-        profile=profile,
-    )
+    fmt = format_of(locals())
     return problem_of(value, fmt)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from functools import cached_property
+from typing import Any
 
 DEFAULT_ROLES: tuple[str, ...] = ("system", "user", "assistant")
 
@@ -216,6 +217,15 @@ class ChatFormat:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["roles"] = list(self.roles)
         return out
+
+
+def format_of(arguments: dict[str, Any]) -> ChatFormat:
+    """The ChatFormat of a function's keyword arguments named as its fields (`format_of(locals())`).
+
+    The public entry points spell every field out in their signatures; this keeps
+    their bodies from spelling them out again.
+    """
+    return ChatFormat(**{f.name: arguments[f.name] for f in fields(ChatFormat) if f.name in arguments})
 
 
 def sample_profile(**overrides) -> ChatFormat:
