@@ -5,7 +5,6 @@ work (read, check, write where the path writes), and returns the failing rows it
 found, so the harness can check that every path agrees before comparing speeds.
 """
 
-from __future__ import annotations
 
 import shutil
 import tempfile

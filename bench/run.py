@@ -91,7 +91,7 @@ def main(argv=None) -> int:
         spark = get_spark(
             "chatgate-bench",
             master="local[2]",
-            extra_conf={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "8",
+            extra_conf={"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "8",
                         "spark.driver.memory": "8g"},
         )
         spark.sparkContext.setLogLevel("ERROR")
