@@ -524,21 +524,12 @@ def _require_column(table: ibis.Table, column: str) -> None:
 
 
 def _kind(table: ibis.Table, column: str, backend) -> str:
-    """'text', 'binary' or 'native', or a TypeError naming the column and its type."""
-    dtype = table.schema()[column]
-    if dtype.is_string() or dtype.is_json():
-        return "text"
-    if dtype.is_binary():
-        return "binary"
-    if dtype.is_array() or dtype.is_struct() or dtype.is_map():
-        if backend.name in NATIVE_BACKENDS:
-            return "native"
-        raise TypeError(
-            f"column {column!r} is {dtype}: the {backend.name} backend can't hand nested values "
-            "to Python as Arrow; store the conversations as JSON text (string)"
-        )
+    """'text', 'binary' or 'native' for a chat column, or a TypeError naming the column and its type."""
+    kind = _part_kind(table, column, backend)
+    if kind in ("text", "binary", "native"):
+        return kind
     raise TypeError(
-        f"column {column!r} is {dtype}, but it must hold conversations as JSON text (string)"
+        f"column {column!r} is {table.schema()[column]}, but it must hold conversations as JSON text (string)"
         + (" or, on DuckDB, as native lists of structs" if backend.name in NATIVE_BACKENDS else "")
     )
 
