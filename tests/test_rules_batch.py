@@ -496,3 +496,63 @@ def test_fifty_megabytes_of_garbage():
         check_batch(pa.array([text, "[" * (50 * 1024 * 1024)], pa.large_string())).to_pylist()
         == ["not_messages"] * 2
     )
+
+
+# --- the strict path: remembered verdicts on role sequences -------------------------
+
+
+def _chat(*roles_and_contents) -> str:
+    return json.dumps([{"role": r, "content": c} for r, c in roles_and_contents])
+
+
+STRICT_CASES = [
+    # The same role sequence with a blank content elsewhere: the verdict on the roles
+    # alone is None, the blank content must still be found (every blank kind).
+    _chat(("user", "Hi"), ("assistant", "Hello")),
+    _chat(("user", "Hi"), ("assistant", "")),
+    _chat(("user", " \n\t"), ("assistant", "Hello")),
+    _chat(("user", "Hi"), ("assistant", "\u3000\u00a0\u2003")),
+    _chat(("user", "Hi"), ("assistant", "\x1c")),
+    # A role problem comes before a blank content, as in the judge.
+    _chat(("user", ""), ("user", "x")),
+    _chat(("assistant", "Hi"), ("user", "")),
+    # Refused by the strict decoder: the next steps decide.
+    _chat(("user", "Hi"), ("bot", "x")),
+    '[{"role": "user", "content": null}, {"role": "assistant", "content": "x"}]',
+    '[{"role": "user"}, {"role": "assistant", "content": "x"}]',
+    '[{"role": "user", "content": [{"type": "text", "text": " "}]}]',
+    # Duplicate keys: the last one counts on every path.
+    '[{"role": "bot", "role": "user", "content": "Hi"}, {"role": "assistant", "content": "x"}]',
+    '[{"role": "user", "role": "bot", "content": "Hi"}, {"role": "assistant", "content": "x"}]',
+    '[{"role": "user", "content": "Hi", "content": " "}, {"role": "assistant", "content": "x"}]',
+    '{"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "x"}]}',
+]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"first_role": "user", "last_role": "assistant"}, {"allow_empty": True}, {"alternate": False}],
+    ids=["default", "first-last", "allow_empty", "no-alternation"],
+)
+def test_strict_path_agrees_with_the_reference(kwargs):
+    # Twice over: the second pass reads the remembered verdicts.
+    array = pa.array(STRICT_CASES * 2)
+    found = codes(array, **kwargs)
+    assert found[: len(STRICT_CASES)] == found[len(STRICT_CASES) :]
+
+
+def test_strict_path_finds_blank_contents_behind_a_remembered_verdict():
+    array = pa.array(STRICT_CASES[:5])
+    assert codes(array) == [None, "empty_content", "empty_content", "empty_content", "empty_content"]
+
+
+def test_strict_path_stops_remembering_at_its_limit(monkeypatch):
+    from chatgate.rules.batch import _StrictPath
+
+    fmt = ChatFormat(alternate=False)
+    strict = _StrictPath.of(fmt)
+    monkeypatch.setattr(_StrictPath, "MAX_VERDICTS", len(strict.verdicts) + 2)
+    chats = [_chat(*[("user", "x")] * n) for n in range(1, 8)]
+    assert check_array(pa.array(chats), fmt).to_pylist() == [None] * 7
+    assert len(strict.verdicts) <= _StrictPath.MAX_VERDICTS
+    assert check_array(pa.array(chats), fmt).to_pylist() == [None] * 7

@@ -2,10 +2,19 @@
 
 This is the hot path of every engine. JSON text is decoded by msgspec straight
 into small typed structs (a role and a content per message; other keys are
-skipped without being decoded), never into dicts or pandas objects. Whatever the
-typed decoder refuses (a message without a string role, an object without
-"messages", bad JSON, ...) falls back to the reference path, and both paths end in
-`judge`. What the typed decoder accepts the reference must accept too: keys it
+skipped without being decoded), never into dicts or pandas objects, in up to
+three steps, each taken only when the one before refuses the value:
+
+1. the strict decoder (the core check only) accepts just the common case: every
+   role one of `roles=`, every content a string. Then the code depends on the
+   sequence of roles alone (and on blank contents): the judge's verdict on each
+   sequence of roles is remembered, so a conversation costs its decoding plus a
+   dictionary lookup;
+2. the typed decoder takes any role string and string, null, missing or list
+   contents, and hands them to `judge`;
+3. whatever that refuses (a message without a string role, an object without
+   "messages", bad JSON, ...) takes the reference path, which ends in `judge` too.
+ What the typed decoder accepts the reference must accept too: keys it
 skips are checked for syntax only, so bad UTF-8 is caught here, and the reference
 decoder takes huge numbers and deep nesting that msgspec alone would refuse
 (`values.parse_json`).
@@ -14,6 +23,8 @@ decoder takes huge numbers and deep nesting that msgspec alone would refuse
 from __future__ import annotations
 
 from functools import lru_cache
+from operator import attrgetter
+from typing import Literal
 
 import msgspec
 import numpy as np
@@ -132,6 +143,8 @@ def _check_json(array: pa.Array, fmt: ChatFormat) -> list[str | None]:
     missing = None if fmt.na_pass else "not_messages"
     # The options of issue #6 read more of each message: they take the reference path.
     decode = _typed_decoder(fmt.role_key, fmt.content_key) if fmt.is_core else None
+    strict = _StrictPath.of(fmt) if decode is not None else None
+    strict_decode, strict_judge = (strict.decode, strict.judge) if strict else (_refuse, None)
     utf8 = _utf8_checker(array)
     codes: list[str | None] = [None] * n
     for i in range(n):
@@ -139,7 +152,15 @@ def _check_json(array: pa.Array, fmt: ChatFormat) -> list[str | None]:
             codes[i] = missing
             continue
         text = data[offsets[i] : offsets[i + 1]]
-        codes[i] = _check_text(text, fmt, decode) if utf8(text) else "not_messages"
+        if not utf8(text):
+            codes[i] = "not_messages"
+            continue
+        try:
+            messages = strict_decode(text)
+        except Exception:  # noqa: BLE001 - not the common case: the next steps decide
+            codes[i] = _check_text(text, fmt, decode)
+            continue
+        codes[i] = strict_judge(messages)
     return codes
 
 
@@ -197,3 +218,55 @@ def _typed_decoder(role_key: str, content_key: str):
     )
     wrapper = msgspec.defstruct("Conversation", [("messages", list[message])])
     return msgspec.json.Decoder(list[message] | wrapper).decode
+
+
+_UNKNOWN = object()
+"""A sequence of roles not judged yet."""
+
+
+def _refuse(text: memoryview):
+    raise ValueError("no strict decoder")
+
+_ROLE, _CONTENT = attrgetter("role"), attrgetter("content")
+
+
+class _StrictPath:
+    """Step 1 of the module docstring: the strict decoder and the verdicts on role sequences."""
+
+    MAX_VERDICTS = 10_000
+    """Sequences of roles remembered; past that, new sequences are judged each time."""
+
+    def __init__(self, fmt: ChatFormat) -> None:
+        message = msgspec.defstruct(
+            "StrictMessage",
+            [("role", Literal[fmt.roles]), ("content", str)],
+            rename={"role": fmt.role_key, "content": fmt.content_key},
+        )
+        wrapper = msgspec.defstruct("StrictConversation", [("messages", list[message])])
+        self.decode = msgspec.json.Decoder(list[message] | wrapper).decode
+        self.fmt = fmt
+        self.verdicts: dict[tuple[str, ...], str | None] = {}
+
+    @staticmethod
+    @lru_cache(maxsize=32)
+    def of(fmt: ChatFormat) -> _StrictPath | None:
+        """The strict path of a core `fmt`, or None when its keys can't make one."""
+        if fmt.role_key == fmt.content_key:
+            return None
+        return _StrictPath(fmt)
+
+    def judge(self, decoded) -> str | None:
+        """The code of one conversation the strict decoder accepted."""
+        messages = decoded if isinstance(decoded, list) else decoded.messages
+        roles = tuple(map(_ROLE, messages))
+        code = self.verdicts.get(roles, _UNKNOWN)
+        if code is _UNKNOWN:
+            # Non-blank stand-ins: the verdict on the roles alone.
+            code = judge(roles, ("x",) * len(roles), self.fmt, is_blank)
+            if len(self.verdicts) < self.MAX_VERDICTS:
+                self.verdicts[roles] = code
+        if code is None and not self.fmt.allow_empty:
+            contents = list(map(_CONTENT, messages))
+            if "" in contents or any(map(str.isspace, contents)):
+                return judge(roles, contents, self.fmt, is_blank)
+        return code
