@@ -82,12 +82,12 @@ import pyarrow.compute as pc
 
 from ..errors import ChatgateError
 from ..rules import ChatCheck, ChatFormat, RowCheck
+from . import base
 from .base import REASON_COLUMN, Dedup, Engine, Judged, ordered_reasons
 from .tables import record_batches
 
 __all__ = [
     "AUTO_DEDUP_MIN_REPEATS",
-    "AUTO_SAMPLE_ROWS",
     "CHUNK_SIZE",
     "IbisEngine",
 ]
@@ -107,11 +107,6 @@ won by a third. Deduplicating also holds every distinct value in DuckDB's memory
 (it spills to disk), which a plain scan doesn't. For several columns, the share is
 that of the rows whose tuple repeats another row's.
 """
-
-AUTO_SAMPLE_ROWS = 1_000_000
-"""The estimate for dedup="auto" counts the distinct hashes of the whole column up to this
-many rows, of a block sample of about this many beyond. A sample under-counts repeats that
-are spread far apart; force dedup="on" for such tables."""
 
 COMPACT_FAILING_ROWS = 100_000
 """Without deduplication, the failing keys are deduplicated whenever this many rows piled up."""
@@ -357,14 +352,8 @@ class IbisEngine(Engine):
             return dedup == "on", None
         if rows <= self.chunk_size:
             return True, None  # one batch either way: deduplicating costs nothing
-        if rows <= AUTO_SAMPLE_ROWS:
-            values, distinct = _distinct_estimate(table, plan.whole)
-        else:
-            try:
-                sample = table.sample(AUTO_SAMPLE_ROWS / rows, method="block")
-                values, distinct = _distinct_estimate(sample, plan.whole)
-            except Exception:  # noqa: BLE001 - a backend without sampling: the head will do
-                values, distinct = _distinct_estimate(table.limit(AUTO_SAMPLE_ROWS), plan.whole)
+        # The first rows the backend reads; see AUTO_SAMPLE_ROWS.
+        values, distinct = _distinct_estimate(table.limit(base.AUTO_SAMPLE_ROWS), plan.whole)
         repeats = max(0.0, 1.0 - distinct / values) if values else 0.0
         return repeats >= AUTO_DEDUP_MIN_REPEATS, round(repeats, 4)
 

@@ -2,33 +2,33 @@
 
 `SparkEngine.judge_check` judges the columns of one `RowCheck` together (the
 inherited `judge` is `judge_check` with the `ChatCheck` of one column). It runs
-two Spark jobs (one, when the second can count the rows) and returns a lazy
-annotated DataFrame:
+one Spark job over the rows (two reads of a few thousand rows before it, with
+`dedup="auto"`) and returns a lazy annotated DataFrame:
 
-1. a stats pass, one native aggregation (no Python, no shuffle beyond partial
-   aggregates): rows, the rows to send to Python (all of them, but for the nulls
-   of a one-column `ChatCheck`), the first row not sent and, with
-   `dedup="auto"`, a HyperLogLog estimate of the distinct keys to send, which
-   decides the dedup. A check that sees every row, with dedup "on" or "off",
-   has nothing to decide: it skips this pass and the check counts the rows;
+1. with `dedup="auto"`, the first `AUTO_SAMPLE_ROWS` keys (read with a limit, so
+   Spark reads the first files only) decide the dedup: it pays when at least
+   `AUTO_DEDUP_MIN_REPEATS` of them repeat another;
 2. the check: each row gets a wide key over the check's columns; with dedup the
    rows are grouped by key (one set of values and a row count per key) before
    Python sees them; `mapInArrow` hands exactly the check's columns (named as in
    the table, plus the key and row bookkeeping) to `check.check` in Arrow batches
    of about `BATCH_ROWS` rows and sends back only the failing (key, reason,
-   count, first row) rows and one tally row per batch. Without dedup the failing
-   rows are summed per key natively. The driver collects that small set as Arrow;
-   it never sees a source row.
+   count, first row) rows and one tally row per batch (keys checked, rows they
+   stand for). Without dedup the failing rows are summed per key natively. The
+   driver collects that small set as Arrow; it never sees a source row, and the
+   tallies count the rows, so no other pass over the table is needed.
 
 The annotated table is the source left-joined, on the key, with a broadcast of
 the failing (key, reason) pairs. Reading it (to write a quarantine, to split the
 valid rows) scans the source again.
 
-Nulls. A `ChatCheck` of one column (the core check) keeps its null values out of
-Python: a null gets its reason natively (`not_messages`, or none with
-`na_pass=True`), as `check_array` would give it. Any other check sees every row,
-nulls included, and decides itself what a null is worth (a preference row with a
-null `prompt` may pass with `na_pass=True`; a null `tools` declares nothing).
+Nulls. Every check sees every row, nulls included, and decides itself what a
+null is worth (a preference row with a null `prompt` may pass with
+`na_pass=True`; a null `tools` declares nothing). A `ChatCheck` of one column
+(the core check) has a null key (no length) for its nulls: they are counted as
+Python judged them but annotated natively (`not_messages`, or none with
+`na_pass=True`, as `check_array` gives them), since a null key joins nothing; and
+they aren't counted among the distinct values checked.
 
 The key of one column is (xxhash64, murmur3 `hash`, byte length) of its text: two
 different values share a key only if two independent hashes and the length all
@@ -63,21 +63,19 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..rules import ChatCheck, RowCheck
-from .base import REASON_COLUMN, Dedup, Engine, Judged, ordered_reasons
+from . import base
+from .base import REASON_COLUMN, Dedup, Engine, Judged, ordered_reasons, repeats_share
 
 BATCH_ROWS = 10_000
 """Rows per Arrow batch sent to Python (spark.sql.execution.arrow.maxRecordsPerBatch)."""
 
-DEDUP_BELOW = 0.5
-"""`dedup="auto"` deduplicates when distinct keys / rows checked is below this.
+AUTO_DEDUP_MIN_REPEATS = 0.5
+"""`dedup="auto"` deduplicates when at least this share of the sampled keys repeat another.
 
 Deduplication costs a shuffle of the distinct values and a sort-based aggregate
 (Spark can't hash-aggregate a string buffer); measured at 1M rows it lost at 30%
-duplicates (0.7 distinct) and won at high duplication. 0.5 sits between.
+repeats and won at high duplication. 0.5 sits between.
 """
-
-ESTIMATE_RSD = 0.05
-"""Relative standard deviation of the HyperLogLog distinct estimate (Spark's default)."""
 
 H1, H2, LENGTH = "__chatgate_h1__", "__chatgate_h2__", "__chatgate_len__"
 KEYS = (H1, H2, LENGTH)
@@ -99,13 +97,10 @@ class SparkEngine(Engine):
 
     name = "spark"
 
-    def __init__(self, *, batch_rows: int = BATCH_ROWS, dedup_below: float = DEDUP_BELOW) -> None:
+    def __init__(self, *, batch_rows: int = BATCH_ROWS) -> None:
         if not isinstance(batch_rows, int) or batch_rows < 1:
             raise ValueError(f"batch_rows= must be a positive integer, not {batch_rows!r}")
-        if not 0.0 <= dedup_below <= 1.0:
-            raise ValueError(f"dedup_below= must be between 0 and 1, not {dedup_below!r}")
         self.batch_rows = batch_rows
-        self.dedup_below = dedup_below
 
     def accepts(self, table: Any) -> bool:
         return isinstance(table, DataFrame)
@@ -126,32 +121,21 @@ class SparkEngine(Engine):
     ) -> Judged:
         """Judge the columns `check.columns` of `table` together, with `check.check` only.
 
-        Two jobs (the stats pass, then the check; the check alone when every row
-        goes to Python and `dedup` is "on" or "off"); the annotated table is lazy.
-        `distinct_values` is the number of keys Python checked (every row sent,
-        without dedup); `extra["checked"]` is the lazy check (`failing_frame`).
+        One job (after two small reads with `dedup="auto"`); the annotated table is
+        lazy. `distinct_values` is the number of non-null keys Python checked
+        (every such row, without dedup); `extra["checked"]` is the lazy check
+        (`failing_frame`).
         """
         keyed = _Keyed.of(table, check, dedup, reason_column)
-        if keyed.present is None and dedup != "auto":
-            # Every row goes to Python and nothing is to decide: the check counts the rows.
-            rows = present = first_null = estimate = None
+        repeats = None
+        if dedup == "auto":
+            repeats = _sampled_repeats(table, keyed)
+            deduplicated = repeats >= AUTO_DEDUP_MIN_REPEATS
         else:
-            hashed = keyed.keys[H1] if dedup == "auto" else None
-            rows, present, first_null, estimate = _stats(table, keyed.present, hashed)
-        deduplicated = dedup == "on" or (
-            dedup == "auto" and present > 0 and estimate / present < self.dedup_below
-        )
+            deduplicated = dedup == "on"
         checked = self._failing_frame(table, keyed, deduplicated)
-        failing, distinct, sent = self._collect(checked, present, deduplicated)
-        if rows is None:
-            rows = present = sent
-
+        failing, distinct, rows = self._collect(checked)
         counts, first_seen = _reason_counts(failing)
-        nulls = rows - present
-        if nulls and keyed.null_reason is not None:
-            code = keyed.null_reason
-            counts[code] = counts.get(code, 0) + nulls
-            first_seen[code] = min(first_seen.get(code, first_null), first_null)
         annotated = _annotate(table, keyed, failing, reason_column)
         return Judged(
             units=rows,
@@ -162,9 +146,8 @@ class SparkEngine(Engine):
             reason_column=reason_column,
             deduplicated=deduplicated,
             extra={
-                "distinct_estimate": estimate,
-                "dedup_below": self.dedup_below,
-                "failing_distinct": failing.num_rows,
+                "repeats_estimate": repeats,
+                "failing_distinct": pc.sum(pc.is_valid(failing[LENGTH])).as_py() or 0,
                 "checked": checked,
             },
         )
@@ -172,9 +155,9 @@ class SparkEngine(Engine):
     def failing_frame(self, table: DataFrame, check: RowCheck, *, deduplicated: bool) -> DataFrame:
         """The lazy check: (key, reason, count, first row) of each failing key, plus tallies.
 
-        A tally row has null key and reason; its count is the number of rows (or,
-        with `deduplicated`, of distinct keys) a Python batch checked, and with
-        `deduplicated` its row is the number of source rows they stand for. With
+        A tally row has null key and reason; its count is the number of non-null
+        keys a Python batch checked (rows, without `deduplicated`) and its row the
+        number of source rows they stand for. With
         `deduplicated`, the rows are grouped by key before Python sees them and a
         row's count is its number of source rows. The first row
         (`monotonically_increasing_id`, taken before any filter) only orders
@@ -190,12 +173,10 @@ class SparkEngine(Engine):
             *(_col(name).alias(alias) for name, alias in zip(keyed.names, sent)),
             F.monotonically_increasing_id().alias(ROW),
         )
-        present = numbered
-        if keyed.present is not None:  # one column, its nulls judged natively
-            present = numbered.filter(F.col(sent[0]).isNotNull())
+        to_check = numbered
         if deduplicated:
             # One key, one set of values: the first row's stand for all of them.
-            present = present.groupBy(*KEYS).agg(
+            to_check = numbered.groupBy(*KEYS).agg(
                 *(F.first(alias).alias(alias) for alias in sent),
                 F.count(F.lit(1)).alias(COUNT),
                 F.min(ROW).alias(ROW),
@@ -205,28 +186,27 @@ class SparkEngine(Engine):
             check=keyed.check,
             names=dict(zip(sent, keyed.names)),
             counted=deduplicated,
+            null_keys=keyed.present is not None,
             large_strings=_conf_true(table, _LARGE_VAR_CONF),
         )
-        checked = present.mapInArrow(check, _checked_schema(keyed.length_type))
+        checked = to_check.mapInArrow(check, _checked_schema(keyed.length_type))
         if not deduplicated:
             # The same failing key on many rows comes back once per row: one row per key.
+            # The batches' tallies (null reason) fall in one group: their rows add up.
+            first_or_total = F.when(F.col(REASON).isNull(), F.sum(ROW)).otherwise(F.min(ROW))
             checked = checked.groupBy(*KEYS, REASON).agg(
-                F.sum(COUNT).alias(COUNT), F.min(ROW).alias(ROW)
+                F.sum(COUNT).alias(COUNT), first_or_total.alias(ROW)
             )
         return checked
 
-    def _collect(
-        self, checked: DataFrame, present: int | None, deduplicated: bool
-    ) -> tuple[pa.Table, int, int]:
+    def _collect(self, checked: DataFrame) -> tuple[pa.Table, int, int]:
         """The failing (key, reason, count) rows, the keys checked and the rows they stand for."""
-        if present == 0:
-            return _empty_failing(), 0, 0
         with _session_conf(checked, {_BATCH_CONF: str(self.batch_rows)}):
             result = checked.toArrow()
         tallies = result.filter(pc.is_null(result[REASON]))
         distinct = pc.sum(tallies[COUNT]).as_py() or 0
-        sent = (pc.sum(tallies[ROW]).as_py() or 0) if deduplicated else distinct
-        return result.filter(pc.is_valid(result[REASON])), distinct, sent
+        rows = pc.sum(tallies[ROW]).as_py() or 0
+        return result.filter(pc.is_valid(result[REASON])), distinct, rows
 
     def failing_rows(self, judged: Judged) -> DataFrame:
         return judged.annotated.filter(_col(judged.reason_column).isNotNull())
@@ -261,8 +241,9 @@ class _Keyed:
     """How one check is keyed on one table.
 
     `names`: the check's columns (as in the table, each once); `keys`: the
-    expressions of H1, H2 and LENGTH; `present`: which rows go to Python (None:
-    all of them); `null_reason`: the code of the others, given natively.
+    expressions of H1, H2 and LENGTH; `present`: the rows whose key can join
+    back (None: all of them); `null_reason`: the code of the others (one
+    column's nulls), given natively in the annotated table.
     """
 
     check: RowCheck
@@ -345,6 +326,7 @@ def check_batches(
     check: RowCheck,
     names: dict[str, str],
     counted: bool,
+    null_keys: bool,
     large_strings: bool,
 ) -> Iterator[pa.RecordBatch]:
     """The Python step: the failing rows of each batch, then a tally row of the batch.
@@ -354,8 +336,8 @@ def check_batches(
     of the key. `check.check` sees a batch of the check's columns only, named as in
     the table. Output: the key, reason, count and first row of each failing key,
     and a row with a null key and reason whose count is the number of keys
-    checked and whose row is, when `counted`, the number of source rows they
-    stand for.
+    checked (but the null key, with `null_keys`: one column's nulls) and whose
+    row is the number of source rows they stand for.
     """
     reason_type = pa.large_string() if large_strings else pa.string()
     for batch in batches:
@@ -379,11 +361,12 @@ def check_batches(
         else:
             counts = pa.repeat(pa.scalar(1, pa.int64()), len(reasons))
         rows = batch.column(ROW).filter(failing)
-        sent = pc.sum(batch.column(COUNT)).as_py() if counted else None
+        sent = pc.sum(batch.column(COUNT)).as_py() if counted else batch.num_rows
+        checked = batch.num_rows - (batch.column(LENGTH).null_count if null_keys else 0)
         columns = [
             *(pa.concat_arrays([k, pa.nulls(1, k.type)]) for k in keys),
             pa.concat_arrays([reasons, pa.nulls(1, reason_type)]),
-            pa.concat_arrays([counts, pa.array([batch.num_rows], pa.int64())]),
+            pa.concat_arrays([counts, pa.array([checked], pa.int64())]),
             pa.concat_arrays([rows, pa.array([sent], pa.int64())]),
         ]
         yield pa.RecordBatch.from_arrays(columns, names=[*KEYS, REASON, COUNT, ROW])
@@ -406,28 +389,14 @@ def _annotate(table: DataFrame, keyed: _Keyed, failing: pa.Table, reason_column:
     return joined.select(*(_col(c) for c in table.columns), reason.alias(reason_column))
 
 
-def _stats(
-    table: DataFrame, present: Column | None, hashed: Column | None
-) -> tuple[int, int, int | None, int | None]:
-    """(rows, rows for Python, first other row, estimated distinct keys for Python), in one pass.
+def _sampled_repeats(table: DataFrame, keyed: _Keyed) -> float:
+    """The share of repeated keys among the first `AUTO_SAMPLE_ROWS` rows Spark reads.
 
-    `present` says which rows go to Python (None: all of them).
+    `collect` of a limit reads partitions one by one until it has the rows, so
+    only the first files are read, not the table.
     """
-    columns = [F.monotonically_increasing_id().alias(ROW)]
-    aggregates = [F.count(F.lit(1))]
-    kept = F.lit(True)
-    if present is not None:
-        columns.insert(0, present.alias(VALUE))
-        kept = F.col(VALUE)
-        aggregates += [F.count_if(kept), F.min(F.when(~kept, F.col(ROW)))]
-    if hashed is not None:
-        columns.append(hashed.alias(H1))
-        # A null has a hash too: count the hash only where the row goes to Python.
-        aggregates.append(F.approx_count_distinct(F.when(kept, F.col(H1)), rsd=ESTIMATE_RSD))
-    row = table.select(*columns).agg(*aggregates).first()
-    if present is None:
-        return row[0], row[0], None, (row[1] if hashed is not None else None)
-    return row[0], row[1], row[2], (row[3] if hashed is not None else None)
+    sample = table.select(keyed.keys[H1].alias(H1)).limit(base.AUTO_SAMPLE_ROWS).collect()
+    return round(repeats_share([row[0] for row in sample]), 4)
 
 
 def _reason_counts(failing: pa.Table) -> tuple[dict[str, int], dict[str, int]]:
@@ -451,20 +420,6 @@ def _value_names(names: tuple[str, ...]) -> list[str]:
 
 def _checked_schema(length_type: str) -> str:
     return f"{H1} long, {H2} int, {LENGTH} {length_type}, {REASON} string, {COUNT} long, {ROW} long"
-
-
-def _empty_failing() -> pa.Table:
-    schema = pa.schema(
-        [
-            (H1, pa.int64()),
-            (H2, pa.int32()),
-            (LENGTH, pa.int64()),
-            (REASON, pa.string()),
-            (COUNT, pa.int64()),
-            (ROW, pa.int64()),
-        ]
-    )
-    return schema.empty_table()
 
 
 def _check_arguments(
