@@ -45,8 +45,8 @@ test-all: setup jars ## Run every test, the slow ones too
 bench: setup jars ## Benchmark the jobs against the baselines at 1M rows
 	$(PY) -m bench.run --rows 1000000
 
-bench-large: setup jars ## Benchmark at 5M rows
-	$(PY) -m bench.run --rows 5000000
+bench-large: setup jars ## Benchmark at 5M rows (30% duplicates, one run: for scale and memory)
+	$(PY) -m bench.run --rows 5000000 --dups 0.3 --repeats 1
 
 lint: setup ## Lint with ruff
 	$(PY) -m pip install --quiet ruff

@@ -28,9 +28,16 @@ def _scratch(base: Path, name: str) -> Path:
     return path
 
 
-def job(engine: str, source: str, base: Path, *, dedup: str = "auto", backend=None) -> int:
-    """The chatgate job end to end: read, check, write quarantine, summary and valid."""
+def job(engine: str, source: str, base: Path, *, dedup: str = "auto", backend=None, valid: bool = False) -> int:
+    """The chatgate job end to end: read, check, write the quarantine and the summary.
+
+    The baselines write the failing rows only, so by default the job writes no
+    valid table either (a copy of every passing row, when asked for).
+    """
     out = _scratch(base, f"job-{engine}")
+    outputs = {"quarantine": str(out / "q"), "summary": str(out / "s")}
+    if valid:
+        outputs["valid"] = str(out / "v")
     config = build_config(
         {
             "source": source,
@@ -38,7 +45,7 @@ def job(engine: str, source: str, base: Path, *, dedup: str = "auto", backend=No
             "columns": ["messages"],
             "checks": CHECKS,
             "dedup": dedup,
-            "outputs": {"quarantine": str(out / "q"), "summary": str(out / "s"), "valid": str(out / "v")},
+            "outputs": outputs,
             "run_id": "bench",
         },
         {},
