@@ -304,7 +304,7 @@ def chart(report: dict, path: Path) -> None:
     labels, values = [], []
     for s in report["scenarios"]:
         for n in names:
-            if n in s["runs"]:
+            if "rows_per_s" in s["runs"].get(n, {}):
                 labels.append(f"{n} · {s['duplicates']:.0%} dup")
                 values.append(s["runs"][n]["rows_per_s"])
     ax.barh(labels, values)

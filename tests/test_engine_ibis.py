@@ -286,7 +286,10 @@ def test_dedup_modes_give_identical_results():
     assert first[3] == [first_problem(v) for v in values]
 
 
-def test_auto_deduplicates_repeated_values_only():
+def test_auto_deduplicates_repeated_values_only(monkeypatch):
+    from chatgate.engines import base
+
+    monkeypatch.setattr(base, "AUTO_SAMPLE_ROWS", 64)
     repeated = table_of([OK, "[]", text([m("user"), m("user")])] * 100)
     distinct = table_of([text([m("user", f"q{i}"), m("assistant")]) for i in range(300)])
     on = judge(repeated, chunk_size=16)
@@ -308,7 +311,20 @@ def test_auto_estimates_on_the_first_rows_of_large_tables(monkeypatch):
         text([m("user", f"q{i}"), m("assistant")]) for i in range(180)
     ]
     judged = judge(table_of(values), chunk_size=16)
-    assert judged.deduplicated and judged.extra["repeats_estimate"] == 0.97
+    # The stream's first 7 batches of 16 decide: 3 values in 112 rows.
+    assert judged.deduplicated and judged.extra["repeats_estimate"] == round(1 - 3 / 112, 4)
+    assert reasons_by_id(judged) == [first_problem(v) for v in values]
+    # Read in the other order, the first rows are distinct: no dedup.
+    judged = judge(table_of(values[::-1]), chunk_size=16)
+    assert not judged.deduplicated and judged.extra["repeats_estimate"] == 0.0
+    assert reasons_by_id(judged) == [first_problem(v) for v in values[::-1]]
+
+
+def test_auto_on_a_table_shorter_than_the_sample_checks_it_once():
+    values = [OK, "[]", text([m("user"), m("user")])] * 100
+    judged = judge(table_of(values), chunk_size=16)
+    # Checked whole before the sample filled: no second pass to deduplicate.
+    assert not judged.deduplicated and judged.extra["repeats_estimate"] == 0.99
     assert reasons_by_id(judged) == [first_problem(v) for v in values]
 
 

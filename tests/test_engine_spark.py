@@ -216,6 +216,27 @@ def test_dedup_modes_give_the_same_table(spark, judged_by_mode, repeated):
 
 
 @pytest.mark.spark
+def test_auto_decides_from_the_first_rows(spark, engine, monkeypatch):
+    from chatgate.engines import base
+
+    monkeypatch.setattr(base, "AUTO_SAMPLE_ROWS", 10)
+    # The first 10 rows hold 2 values, the next 30 are all distinct.
+    values = [_j(("user", "Hi"), ("assistant", "Hello")), "[]"] * 5
+    values += [_j(("user", f"q{i}"), ("assistant", "a")) for i in range(30)]
+    rows = [(i, v) for i, v in enumerate(values)]
+    df = spark.createDataFrame(rows, "id int, messages string").coalesce(1)
+    judged = engine.judge(df, "messages", FMT)
+    assert judged.deduplicated and judged.extra["repeats_estimate"] == 0.8
+    assert judged.distinct_values == 32
+    assert_annotated(judged.annotated, rows, "id int, messages string")
+    # Read in the other order, the first rows are distinct: no dedup.
+    backwards = spark.createDataFrame(rows[::-1], "id int, messages string").coalesce(1)
+    judged = engine.judge(backwards, "messages", FMT)
+    assert not judged.deduplicated and judged.extra["repeats_estimate"] == 0.0
+    assert judged.distinct_values == 40
+
+
+@pytest.mark.spark
 def test_python_runs_after_the_aggregation_and_joins_back_by_broadcast(judged_by_mode):
     on_plan = _final_plan(judged_by_mode["on"].extra["checked"])
     # A plan prints top-down: a node's input is below it.

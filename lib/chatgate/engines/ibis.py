@@ -83,7 +83,7 @@ import pyarrow.compute as pc
 from ..errors import ChatgateError
 from ..rules import ChatCheck, ChatFormat, RowCheck
 from . import base
-from .base import REASON_COLUMN, Dedup, Engine, Judged, ordered_reasons
+from .base import REASON_COLUMN, Dedup, Engine, Judged, ordered_reasons, repeats_share
 from .tables import record_batches
 
 __all__ = [
@@ -274,19 +274,12 @@ class IbisEngine(Engine):
 
         rows = self.row_count(table)
         dedup_on, repeats = self._decide(table, plan, rows, dedup)
-        stream = _stream_expr(table, plan, names, dedup_on=dedup_on)
-        tally = _Tally()
-        with (
-            self._bar(rows, ", ".join(columns)) as bar,
-            _open_reader(stream, self.chunk_size) as reader,
-        ):
-            for batch in reader:
-                self._check(batch, check, plan, names, tally, dedup_on=dedup_on)
-                if bar is not None:
-                    bar.update(batch.column(names.n).to_numpy().sum() if dedup_on else len(batch))
-                    bar.set_postfix(batches=tally.batches, failed=tally.failed, refresh=False)
-            if bar is not None:
-                bar.update(rows - bar.n)  # the missing values, never streamed without dedup
+        tally = None
+        if dedup_on is None:  # the first rows of the stream without dedup decide
+            tally, repeats = self._stream(table, check, plan, names, rows, dedup_on=False, decide=True)
+            dedup_on = tally is None
+        if tally is None:
+            tally, _ = self._stream(table, check, plan, names, rows, dedup_on=dedup_on)
         if not dedup_on:
             tally.units = rows
             tally.nulls = rows - tally.checked
@@ -346,16 +339,59 @@ class IbisEngine(Engine):
             return "value"
         return "hash"
 
-    def _decide(self, table, plan: _Plan, rows: int, dedup: str) -> tuple[bool, float | None]:
-        """Deduplicate or not, and the estimated share of repeated tuples (auto only)."""
+    def _decide(self, table, plan: _Plan, rows: int, dedup: str) -> tuple[bool | None, float | None]:
+        """Deduplicate or not (None: the stream decides), and the share of repeats (auto only).
+
+        With dedup="auto" and a key in the stream (the hash join), the first
+        `AUTO_SAMPLE_ROWS` rows of the stream without dedup decide (see `_stream`):
+        no query is spent on the estimate. Without a key, a query of the first rows
+        the backend reads counts their distinct values.
+        """
         if dedup != "auto":
             return dedup == "on", None
         if rows <= self.chunk_size:
             return True, None  # one batch either way: deduplicating costs nothing
-        # The first rows the backend reads; see AUTO_SAMPLE_ROWS.
+        if plan.join_on == "hash":
+            return None, None
         values, distinct = _distinct_estimate(table.limit(base.AUTO_SAMPLE_ROWS), plan.whole)
         repeats = max(0.0, 1.0 - distinct / values) if values else 0.0
         return repeats >= AUTO_DEDUP_MIN_REPEATS, round(repeats, 4)
+
+    def _stream(
+        self, table, check: RowCheck, plan: _Plan, names: _Names, rows: int, *, dedup_on: bool, decide: bool = False
+    ) -> tuple[_Tally | None, float | None]:
+        """Check the stream of values in batches; the tally, and the share of repeats when deciding.
+
+        With `decide`, the keys of the first `AUTO_SAMPLE_ROWS` rows give the share
+        of repeats; when it reaches `AUTO_DEDUP_MIN_REPEATS` the stream stops and the
+        tally is None: the caller streams again with dedup (the rows checked so far
+        are checked again, a small cost next to what dedup saves then).
+        """
+        stream = _stream_expr(table, plan, names, dedup_on=dedup_on)
+        tally = _Tally()
+        sampled: list | None = [] if decide else None
+        repeats = None
+        with (
+            self._bar(rows, ", ".join(plan.columns)) as bar,
+            _open_reader(stream, self.chunk_size) as reader,
+        ):
+            for batch in reader:
+                if sampled is not None:
+                    sampled += batch.column(names.k1).to_pylist()
+                    if len(sampled) >= base.AUTO_SAMPLE_ROWS:
+                        repeats = round(repeats_share(sampled), 4)
+                        sampled = None
+                        if repeats >= AUTO_DEDUP_MIN_REPEATS:
+                            return None, repeats
+                self._check(batch, check, plan, names, tally, dedup_on=dedup_on)
+                if bar is not None:
+                    bar.update(batch.column(names.n).to_numpy().sum() if dedup_on else len(batch))
+                    bar.set_postfix(batches=tally.batches, failed=tally.failed, refresh=False)
+            if bar is not None:
+                bar.update(rows - bar.n)  # the missing values, never streamed without dedup
+        if sampled is not None:  # the stream was shorter than the sample, and is all checked
+            repeats = round(repeats_share(sampled), 4)
+        return tally, repeats
 
     def _check(
         self, batch: pa.RecordBatch, check: RowCheck, plan: _Plan, names, tally: _Tally, *, dedup_on

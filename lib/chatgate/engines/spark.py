@@ -2,7 +2,7 @@
 
 `SparkEngine.judge_check` judges the columns of one `RowCheck` together (the
 inherited `judge` is `judge_check` with the `ChatCheck` of one column). It runs
-one Spark job over the rows (two reads of a few thousand rows before it, with
+one Spark job over the rows (after a read of the first rows, with
 `dedup="auto"`) and returns a lazy annotated DataFrame:
 
 1. with `dedup="auto"`, the first `AUTO_SAMPLE_ROWS` keys (read with a limit, so
@@ -121,7 +121,7 @@ class SparkEngine(Engine):
     ) -> Judged:
         """Judge the columns `check.columns` of `table` together, with `check.check` only.
 
-        One job (after two small reads with `dedup="auto"`); the annotated table is
+        One job (after a read of the first rows with `dedup="auto"`); the annotated table is
         lazy. `distinct_values` is the number of non-null keys Python checked
         (every such row, without dedup); `extra["checked"]` is the lazy check
         (`failing_frame`).
