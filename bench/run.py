@@ -110,7 +110,8 @@ def main(argv=None) -> int:
             "chatgate-bench",
             master="local[2]",
             extra_conf={"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "8",
-                        "spark.driver.memory": "8g"},
+                        # Room for the driver path's collect at 1M rows (about 1.8 GB); it fails beyond.
+                        "spark.driver.memory": "8g", "spark.driver.maxResultSize": "4g"},
         )
         spark.sparkContext.setLogLevel("ERROR")
         startup = time.perf_counter() - start
