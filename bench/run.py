@@ -235,7 +235,8 @@ def targets(report: dict) -> list[dict]:
             auto = _rate(s, f"{prefix} dedup=auto")
             best = max(_rate(s, f"{prefix} dedup={m}") or 0 for m in ("on", "off"))
             slower = ratio(best, auto)
-            add(f"{prefix} auto vs best of on/off ({d})", slower and slower - 1, "<= 10% slower", lambda v: v <= 0.10)
+            add(f"{prefix} auto vs best of on/off ({d})", None if slower is None else slower - 1, "<= 10% slower",
+                lambda v: v <= 0.10)
         job = _rate(s, "spark job dedup=auto")
         if job or "spark native SQL" in s["runs"]:
             add(f"spark job / native Spark SQL ({d})", ratio(job, _rate(s, "spark native SQL")), ">= 2.5x",

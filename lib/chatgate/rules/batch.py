@@ -144,7 +144,6 @@ def _check_json(array: pa.Array, fmt: ChatFormat) -> list[str | None]:
     # The options of issue #6 read more of each message: they take the reference path.
     decode = _typed_decoder(fmt.role_key, fmt.content_key) if fmt.is_core else None
     strict = _StrictPath.of(fmt) if decode is not None else None
-    strict_decode, strict_judge = (strict.decode, strict.judge) if strict else (_refuse, None)
     utf8 = _utf8_checker(array)
     codes: list[str | None] = [None] * n
     for i in range(n):
@@ -155,12 +154,15 @@ def _check_json(array: pa.Array, fmt: ChatFormat) -> list[str | None]:
         if not utf8(text):
             codes[i] = "not_messages"
             continue
+        if strict is None:
+            codes[i] = _check_text(text, fmt, decode)
+            continue
         try:
-            messages = strict_decode(text)
+            messages = strict.decode(text)
         except Exception:  # noqa: BLE001 - not the common case: the next steps decide
             codes[i] = _check_text(text, fmt, decode)
             continue
-        codes[i] = strict_judge(messages)
+        codes[i] = strict.judge(messages)
     return codes
 
 
@@ -222,10 +224,6 @@ def _typed_decoder(role_key: str, content_key: str):
 
 _UNKNOWN = object()
 """A sequence of roles not judged yet."""
-
-
-def _refuse(text: memoryview):
-    raise ValueError("no strict decoder")
 
 _ROLE, _CONTENT = attrgetter("role"), attrgetter("content")
 
