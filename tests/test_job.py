@@ -13,7 +13,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from chatgate import first_problem
-from chatgate.errors import SourceError
+from chatgate.errors import ConfigError, SourceError
 from chatgate.job.config import build_config
 from chatgate.job.runner import EXIT_CRITICAL, EXIT_ERROR, EXIT_OK, run
 from chatgate.sample import chat_table
@@ -92,7 +92,8 @@ def test_outputs_hold_every_failing_row_with_its_reason(tmp_path, source, engine
                                        "empty_content"}
 
     valid = _read(result.config.outputs.valid)
-    assert valid.column_names == ["id", "source", "messages"]
+    assert valid.column_names == ["id", "source", "messages", "pb_run_id_"]
+    assert set(valid["pb_run_id_"].to_pylist()) == {"run-1"}
     assert sorted(valid["id"].to_pylist()) == sorted(set(table["id"].to_pylist()) - set(expected))
     # Conservation: valid rows plus distinct failing source rows are the source rows.
     assert valid.num_rows + len(set(got)) == table.num_rows
@@ -105,7 +106,7 @@ def test_outputs_hold_every_failing_row_with_its_reason(tmp_path, source, engine
     reasons = dict(row["reasons"])
     assert reasons == {code: list(expected.values()).count(code) for code in set(expected.values())}
     assert row["source_version"] == 0
-    assert row["distinct_values"] <= 400
+    assert row["deduplicated"] is (row["distinct_values"] is not None)
     assert json.loads(row["parameters"])["last_role"] == "assistant"
     assert row["started_at"] <= row["finished_at"]
     assert result.quarantined == len(expected) and result.valid == valid.num_rows
@@ -173,12 +174,54 @@ def test_source_with_a_reserved_column_is_refused(tmp_path, engine, backend):
         run(_config(tmp_path, path, engine), backend)
 
 
-def test_missing_column_is_named(tmp_path, source, engine, backend):
+@pytest.mark.parametrize("name", ["PB_REASON_", "Pb_Run_Id_", "__PB_REASON_1"])
+def test_reserved_names_are_compared_ignoring_case(tmp_path, engine, backend, name):
+    path = str(tmp_path / "chats")
+    write_deltalake(path, pa.table({"messages": ["[]"], name: ["x"]}))
+    with pytest.raises(SourceError, match=f"'{name}'.*ignoring case"):
+        run(_config(tmp_path, path, engine), backend)
+
+
+def test_missing_column_is_a_config_error_naming_it(tmp_path, source, engine, backend):
     path, _ = source
-    with pytest.raises(SourceError, match="'chat'"):
+    with pytest.raises(ConfigError, match="'chat'"):
         run(_config(tmp_path, path, engine, columns=["chat"]), backend)
 
 
 def test_missing_source_is_named(tmp_path, engine, backend):
     with pytest.raises(SourceError, match="nowhere"):
         run(_config(tmp_path, str(tmp_path / "nowhere"), engine), backend)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("dedup", ["on", "off"])
+def test_every_engine_writes_the_same_summary(tmp_path, source, spark, dedup):
+    from chatgate.job.duckdb import DuckDBJobBackend
+    from chatgate.job.spark import SparkJobBackend
+
+    path, table = source
+    summaries = {}
+    for engine, backend in (("duckdb", DuckDBJobBackend()), ("spark", SparkJobBackend(spark=spark))):
+        config = build_config(
+            {
+                "source": path,
+                "engine": engine,
+                "columns": ["messages", "source"],
+                "checks": CHECKS,
+                "dedup": dedup,
+                "outputs": {k: str(tmp_path / engine / k) for k in ("quarantine", "summary")},
+                "run_id": "same",
+            },
+            {},
+        )
+        run(config, backend)
+        rows = _read(config.outputs.summary).sort_by("step").to_pylist()
+        summaries[engine] = [
+            {k: v for k, v in row.items() if k not in ("started_at", "finished_at", "engine")} for row in rows
+        ]
+    assert summaries["duckdb"] == summaries["spark"]
+    distinct = summaries["duckdb"][0]["distinct_values"]
+    if dedup == "on":
+        assert distinct == len({v for v in table["messages"].to_pylist() if v is not None})
+    else:
+        assert distinct is None

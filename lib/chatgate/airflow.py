@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .cli import check_overrides
 from .job.config import load_config
 from .job.runner import EXIT_OK, run
 from .job.summary import format_summary
@@ -29,7 +30,12 @@ class ChatgateLevelReached(RuntimeError):
 
 
 def run_chatgate(config: str | None = None, *, fail_on_error: bool = True, **overrides: Any) -> dict:
-    """Run the job from a YAML config and flag-named overrides; return what it found."""
+    """Run the job from a YAML config and flag-named overrides; return what it found.
+
+    The overrides are the job's flags with underscores (`columns=["messages"]`,
+    `last_role="assistant"`, `run_id="{{ run_id }}"`); an unknown one is refused.
+    """
+    check_overrides(overrides)
     result = run(load_config(config, overrides))
     summary = format_summary(result)
     print(summary)

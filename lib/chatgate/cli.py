@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
+import signal
 import sys
+import threading
 from collections.abc import Sequence
+from typing import Any
 
 from . import __version__
 from .errors import ChatgateError, ConfigError
 from .job.config import DEDUP_MODES, ENGINES, load_config
 
-EXIT_USAGE = 2  # a bad flag or config key, as argparse does
+EXIT_USAGE = 2  # a bad flag, config key or column, as argparse does
 EXIT_FAILURE = 1  # the job itself failed: unreadable source, write error, ...
+NOT_OVERRIDES = ("config", "command", "quiet", "debug")
 
 
 def build_parser(prog: str = "chatgate") -> argparse.ArgumentParser:
@@ -36,6 +41,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--config", metavar="FILE", help="YAML job config (see conf/example.yaml)")
     p.add_argument("--engine", choices=ENGINES, help="duckdb (default, one machine) or spark")
     p.add_argument("--source", help="Delta table path (or Parquet), or a catalog table on Spark")
+    p.add_argument("--source-version", dest="source_version", type=int, metavar="N",
+                   help="read this Delta version of the source (default: the latest, pinned for the whole run)")
     p.add_argument("--column", dest="columns", action="append", metavar="NAME", help="chat column; repeat for more")
     p.add_argument("--roles", help="allowed roles, comma-separated (default: system,user,assistant)")
     p.add_argument("--first-role", dest="first_role", help="role of the first turn after a system message")
@@ -64,7 +71,24 @@ def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--critical", help="critical level (exit status 4 when reached)")
     p.add_argument("--dedup", choices=DEDUP_MODES, help="check distinct values only: auto (default), on, off")
     p.add_argument("--quiet", action="store_true", help="print only the summary")
+    p.add_argument("--debug", action="store_true", help="on failure, print the whole traceback")
     return p
+
+
+def override_keys() -> frozenset[str]:
+    """The keys that may override a config: the run flags' names, with underscores."""
+    parser = add_run_arguments(argparse.ArgumentParser(add_help=False))
+    return frozenset(a.dest for a in parser._actions if a.dest not in NOT_OVERRIDES)
+
+
+def check_overrides(overrides: dict[str, Any]) -> None:
+    """An unknown key is a typo that would otherwise be ignored: name it, and the nearest known one."""
+    known = override_keys()
+    for key in overrides:
+        if key not in known:
+            near = difflib.get_close_matches(key, sorted(known), n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else f"; known: {sorted(known)}"
+            raise ConfigError(f"unknown option {key!r}{hint}")
 
 
 def run_from_args(args: argparse.Namespace) -> int:
@@ -73,18 +97,33 @@ def run_from_args(args: argparse.Namespace) -> int:
     from .job.summary import format_summary
 
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, format="chatgate: %(message)s")
-    overrides = {k: v for k, v in vars(args).items() if k not in ("config", "command", "quiet")}
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    overrides = {k: v for k, v in vars(args).items() if k not in NOT_OVERRIDES}
     try:
         config = load_config(args.config, overrides)
         result = run(config)
     except ConfigError as exc:
         print(f"chatgate: config error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except ChatgateError as exc:
-        print(f"chatgate: error: {exc}", file=sys.stderr)
+    except Exception as exc:  # noqa: BLE001 - one line for users; --debug shows the traceback
+        if args.debug:
+            raise
+        print(f"chatgate: error: {one_line(exc)}", file=sys.stderr)
         return EXIT_FAILURE
     print(format_summary(result))
     return result.exit_status
+
+
+def one_line(error: BaseException) -> str:
+    """What a user reads of a failure: ours as written, anyone else's with its type, on one line."""
+    text = " ".join(str(error).split()) or "(no message)"
+    return text if isinstance(error, ChatgateError) else f"{type(error).__name__}: {text} (rerun with --debug for details)"
+
+
+def _exit_on_sigterm(signum: int, frame: Any) -> None:
+    # Orchestrators stop a task with SIGTERM: unwinding lets a run delete the rows it wrote.
+    raise SystemExit(128 + signum)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

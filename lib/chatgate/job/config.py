@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import unicodedata
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,7 +31,7 @@ from ..thresholds import Thresholds
 ENGINES = ("duckdb", "spark")
 DEDUP_MODES = ("auto", "on", "off")
 _CHECK_KEYS = tuple(f.name for f in fields(ChatFormat))
-_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+RUN_ID_MAX_LENGTH = 250
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ class JobConfig:
     run_id: str = ""
     thresholds: Thresholds = field(default_factory=Thresholds)
     dedup: str = "auto"
+    source_version: int | None = None
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
@@ -103,10 +105,11 @@ class JobConfig:
             )
         if not self.run_id:
             object.__setattr__(self, "run_id", new_run_id())
-        elif not _RUN_ID.match(self.run_id):
-            raise ConfigError(
-                f"run_id: {self.run_id!r} must be 1-128 letters, digits, '_', '.', ':' or '-'"
-            )
+        check_run_id(self.run_id)
+        if self.source_version is not None and (
+            isinstance(self.source_version, bool) or not isinstance(self.source_version, int) or self.source_version < 0
+        ):
+            raise ConfigError(f"source_version: {self.source_version!r} isn't a Delta version (0, 1, 2, ...)")
         outputs = {k: v for k, v in vars(self.outputs).items() if v}
         if self.source in outputs.values():
             raise ConfigError("outputs: an output can't be the source table itself")
@@ -114,12 +117,24 @@ class JobConfig:
             raise ConfigError(f"outputs: each output needs its own table; got {outputs}")
 
 
+def check_run_id(run_id: str) -> None:
+    """Any id an orchestrator makes is fine (Airflow's `scheduled__2026-12-02T00:00:00+00:00`);
+    it is stored as given and never pasted into SQL text. Control characters would hide in logs."""
+    if len(run_id) > RUN_ID_MAX_LENGTH:
+        raise ConfigError(f"run_id: {run_id[:40]!r}... is {len(run_id)} characters; the most is {RUN_ID_MAX_LENGTH}")
+    bad = next((ch for ch in run_id if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp")), None)
+    if bad is not None or run_id != run_id.strip():
+        raise ConfigError(f"run_id: {run_id!r} has a control character or surrounding white space")
+
+
 def new_run_id() -> str:
     """A sortable, unique run id: 20261202T163000Z-1a2b3c."""
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + secrets.token_hex(3)
 
 
-TOP_KEYS = {"source", "engine", "columns", "dataset", "checks", "outputs", "thresholds", "run_id", "dedup"}
+TOP_KEYS = {
+    "source", "source_version", "engine", "columns", "dataset", "checks", "outputs", "thresholds", "run_id", "dedup",
+}
 _COLUMN_KEYS = ("tools_column", "images_column")
 _DATASET_KEYS = {"type", "format", "columns", "tools_column", "images_column"}
 
@@ -136,9 +151,14 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigError(f"config file {str(path)!r} doesn't exist")
     try:
-        raw = yaml.safe_load(path.read_text()) or {}
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {str(path)!r} isn't UTF-8 text (byte {exc.start}): save it as UTF-8") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"config file {str(path)!r} isn't valid YAML: {exc}") from None
+        problem = " ".join(str(exc).split())
+        raise ConfigError(f"config file {str(path)!r} isn't valid YAML: {problem}") from None
+    except OSError as exc:
+        raise ConfigError(f"config file {str(path)!r} can't be read: {exc.strerror or exc}") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"config file {str(path)!r} must hold a mapping of keys, not {type(raw).__name__}")
     return raw
@@ -171,15 +191,34 @@ def build_config(raw: dict[str, Any], overrides: dict[str, Any]) -> JobConfig:
     if not source:
         raise ConfigError("source: name the table to check (--source PATH or a catalog table)")
     return JobConfig(
-        source=str(source),
+        source=_text("source", source),
         steps=_steps(columns, checks, column_extras) if columns or not dataset else (),
         outputs=_outputs(outputs),
         dataset=_dataset(dataset, checks) if dataset else None,
         engine=overrides.get("engine") or raw.get("engine") or "duckdb",
-        run_id=str(overrides.get("run_id") or raw.get("run_id") or ""),
+        run_id=_text("run_id", overrides.get("run_id") or raw.get("run_id") or ""),
+        source_version=_source_version(
+            overrides["source_version"] if overrides.get("source_version") is not None else raw.get("source_version")
+        ),
         thresholds=_thresholds(thresholds),
         dedup=_dedup(overrides.get("dedup") or raw.get("dedup", "auto")),
     )
+
+
+def _text(key: str, value: Any) -> str:
+    """A name or id given in YAML or flags: text, or a number YAML read from digits."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ConfigError(f"{key}: must be text, not {value!r}")
+    return str(value)
+
+
+def _source_version(value: Any) -> int | None:
+    if value is None:
+        return None
+    text = str(value).strip()
+    if isinstance(value, bool) or not re.fullmatch(r"\d+", text):
+        raise ConfigError(f"source_version: {value!r} isn't a Delta version (0, 1, 2, ...)")
+    return int(text)
 
 
 def _dedup(value: Any) -> str:
@@ -268,7 +307,7 @@ def _outputs(outputs: dict[str, Any]) -> OutputConfig:
     for key in ("quarantine", "summary"):
         if not outputs.get(key):
             raise ConfigError(f"outputs.{key}: name where to write the {key} table (--{key} PATH)")
-    return OutputConfig(**{k: str(v) for k, v in outputs.items() if v})
+    return OutputConfig(**{k: _text(f"outputs.{k}", v) for k, v in outputs.items() if v})
 
 
 def _thresholds(values: dict[str, Any]) -> Thresholds:

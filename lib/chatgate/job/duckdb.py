@@ -7,32 +7,33 @@ from typing import Any
 
 import ibis
 import pyarrow as pa
-from deltalake import DeltaTable, write_deltalake
-from deltalake.exceptions import TableNotFoundError
+from deltalake import CommitProperties, DeltaTable, write_deltalake
+from deltalake.exceptions import CommitFailedError, SchemaMismatchError, TableNotFoundError
 
 from ..engines.ibis import IbisEngine
 from ..engines.tables import default_connection, delta_version, open_table, record_batches
-from ..errors import SourceError
-from .backend import JobBackend
+from ..errors import OutputError, SourceError
+from .backend import JobBackend, commit_metadata, is_local_path, local_target_state, pinned_version
 from .outputs import CHECKED_AT, COLUMN, REASON, RUN_ID, STEP
+
+WRITE_CHUNK_ROWS = 50_000
 
 
 class DuckDBJobBackend(JobBackend):
     def __init__(self, con: Any = None) -> None:
         self.con = con or default_connection()
         self.engine = IbisEngine()
-        self._version: int | None = None
 
-    def read_source(self, source: str) -> Any:
+    def open_source(self, source: str, version: int | None) -> tuple[Any, int | None]:
         try:
-            # Pin the version read, so the summary names exactly the snapshot that was checked.
-            self._version = delta_version(source)
-            return open_table(source, con=self.con, version=self._version)
-        except (FileNotFoundError, ValueError) as exc:
-            raise SourceError(f"can't read the source {source!r}: {exc}") from exc
-
-    def source_version(self, source: str) -> int | None:
-        return self._version
+            latest = delta_version(source)
+        except (FileNotFoundError, ValueError, OSError) as exc:
+            raise SourceError(f"can't read the source {source!r}: {exc}") from None
+        pinned = pinned_version(source, latest, version)
+        try:
+            return open_table(source, con=self.con, version=pinned), pinned
+        except (FileNotFoundError, ValueError, OSError) as exc:
+            raise SourceError(f"can't read the source {source!r}: {exc}") from None
 
     def quarantine_rows(self, annotated, reason_column, source_columns, *, step, column, run_id, checked_at):
         failing = annotated.filter(annotated[reason_column].notnull())
@@ -45,52 +46,76 @@ class DuckDBJobBackend(JobBackend):
             ibis.literal(checked_at, type="timestamp('UTC')").name(CHECKED_AT),
         )
 
-    def valid_rows(self, annotated, reason_columns, source_columns):
+    def valid_rows(self, annotated, reason_columns, source_columns, *, run_id):
         passing = annotated
         for reason_column in reason_columns:
             passing = passing.filter(passing[reason_column].isnull())
-        return passing.select(*source_columns)
+        return passing.select(
+            *[passing[c] for c in source_columns], ibis.literal(run_id, type="string").name(RUN_ID)
+        )
 
     def union(self, tables):
         return tables[0] if len(tables) == 1 else ibis.union(*tables)
 
-    def table_version(self, target: str) -> int | None:
-        try:
-            return DeltaTable(target).version()
-        except TableNotFoundError:
+    def columns_of(self, table: Any) -> list[str]:
+        return list(table.columns)
+
+    def target_columns(self, target: str) -> list[str] | None:
+        if is_local_path(target) and local_target_state(target) == "absent":
             return None
+        table = _delta_table(target)
+        return None if table is None else [f.name for f in table.schema().fields]
 
     def replace_run(self, table, target, run_id_column, run_id) -> int:
-        return self._write(_stream(table), target, run_id_column, run_id)
-
-    def overwrite(self, table, target) -> int:
-        reader, counter = _counted(_stream(table))
-        write_deltalake(target, reader, mode="overwrite", schema_mode="overwrite")
-        return counter[0]
+        return self._write(record_batches(table, chunk_size=WRITE_CHUNK_ROWS), target, run_id_column, run_id)
 
     def write_arrow(self, rows: pa.Table, target, run_id_column, run_id) -> None:
         self._write(rows.to_reader(), target, run_id_column, run_id)
 
     def _write(self, reader: pa.RecordBatchReader, target, run_id_column, run_id) -> int:
         reader, counter = _counted(reader)
-        if self.table_version(target) is None:
-            write_deltalake(target, reader, mode="append")
-        else:
-            # One commit removes the run's old rows and adds the new ones: a rerun never duplicates.
-            write_deltalake(target, reader, mode="overwrite", predicate=f"{run_id_column} = '{run_id}'")
+        tagged = CommitProperties(custom_metadata=commit_metadata(run_id))
+        try:
+            if _delta_table(target) is None:
+                write_deltalake(target, reader, mode="append", commit_properties=tagged)
+            else:
+                # One commit removes the run's old rows and adds the new ones: a rerun never duplicates.
+                write_deltalake(
+                    target,
+                    reader,
+                    mode="overwrite",
+                    predicate=equals_sql(run_id_column, run_id),
+                    commit_properties=tagged,
+                )
+        except SchemaMismatchError as exc:
+            raise OutputError(
+                f"can't write to {target!r}, its columns' types differ from this run's ({exc}); "
+                "write to a new path, or move the old table aside"
+            ) from None
         return counter[0]
 
-    def restore(self, target: str, version: int | None) -> None:
-        if self.table_version(target) is None:
-            return
-        if version is None:
-            DeltaTable(target).delete()
-        else:
-            DeltaTable(target).restore(version)
+    def delete_run(self, target: str, run_id_column: str, run_id: str) -> None:
+        table = _delta_table(target)
+        if table is not None:
+            table.delete(
+                equals_sql(run_id_column, run_id),
+                commit_properties=CommitProperties(custom_metadata=commit_metadata(run_id)),
+            )
+
+    def is_conflict(self, error: BaseException) -> bool:
+        return isinstance(error, CommitFailedError) or "version already exists" in str(error).lower()
 
 
-def _stream(table: Any) -> pa.RecordBatchReader:
-    return record_batches(table, chunk_size=50_000)
+def equals_sql(column: str, value: str) -> str:
+    """`column = 'value'` for deltalake's predicates, the value quoted as a SQL string literal."""
+    return f'"{column}" = ' + "'" + value.replace("'", "''") + "'"
+
+
+def _delta_table(target: str) -> DeltaTable | None:
+    try:
+        return DeltaTable(target)
+    except TableNotFoundError:
+        return None
 
 
 def _counted(reader: pa.RecordBatchReader) -> tuple[pa.RecordBatchReader, list[int]]:

@@ -17,10 +17,25 @@ COLUMN = "pb_column_"
 RUN_ID = "pb_run_id_"
 CHECKED_AT = "pb_checked_at_"
 RESERVED = (REASON, STEP, COLUMN, RUN_ID, CHECKED_AT)
+STEP_REASON_PREFIX = "__pb_reason_"
+"""The job's working column of step n is STEP_REASON_PREFIX + n; a source can't have one either."""
+
+SUMMARY_RUN_ID = "run_id"
+"""The summary's run id column: a run is complete once its summary rows exist."""
+
+
+def reserved_clash(columns: list[str]) -> str | None:
+    """The first of `columns` that chatgate adds itself, compared as engines do: ignoring case."""
+    reserved = {name.lower() for name in RESERVED}
+    for name in columns:
+        if name.lower() in reserved or name.lower().startswith(STEP_REASON_PREFIX):
+            return name
+    return None
+
 
 SUMMARY_SCHEMA = pa.schema(
     [
-        ("run_id", pa.string()),
+        (SUMMARY_RUN_ID, pa.string()),
         ("started_at", pa.timestamp("us", tz="UTC")),
         ("finished_at", pa.timestamp("us", tz="UTC")),
         ("engine", pa.string()),
@@ -67,7 +82,7 @@ def summary_table(
     """One row per step of the run, in SUMMARY_SCHEMA."""
     rows = [
         {
-            "run_id": run_id,
+            SUMMARY_RUN_ID: run_id,
             "started_at": started_at,
             "finished_at": finished_at,
             "engine": engine,

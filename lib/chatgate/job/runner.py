@@ -1,30 +1,57 @@
 """One run of the job: judge each step on the source's engine, then write the outputs.
 
-Quarantine and summary rows of a run are replaced, never appended twice, so a
-rerun with the same run id gives the same tables. If anything fails after the
-first write, every output written so far is rolled back to its version before
-the run, so a failed run leaves none of its rows visible.
+The run protocol:
+- one snapshot: the source is read at one Delta version for every read of the
+  run, and the summary records it;
+- its own rows only: each write replaces the rows of this run id and nothing
+  else, and is retried when another writer's commit won the race;
+- commit order: quarantine, valid, then the summary last. A run is complete when
+  its summary rows exist. A failed run deletes the rows it wrote (a process that
+  is killed can't: its rows stay, without summary rows, until a rerun with its
+  run id replaces them);
+- nothing of a config, a column, a table name or a run id is pasted into SQL
+  text unquoted.
 """
 
 from __future__ import annotations
 
 import logging
+import random
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypeVar
 
-from ..errors import SourceError
+from ..errors import ConfigError, SourceError
 from ..rules import RowCheck
-from .backend import JobBackend
+from .backend import JobBackend, schema_mismatch
 from .config import JobConfig
-from .outputs import RESERVED, RUN_ID, StepResult, summary_table
+from .outputs import (
+    RUN_ID,
+    STEP_REASON_PREFIX,
+    SUMMARY_RUN_ID,
+    SUMMARY_SCHEMA,
+    StepResult,
+    reserved_clash,
+    summary_table,
+)
 
 log = logging.getLogger("chatgate.job")
 
 EXIT_OK = 0
-EXIT_FAILURE = 1  # the job itself failed (bad config, unreadable source, write error)
+EXIT_FAILURE = 1  # the job itself failed (unreadable source, write error)
+EXIT_USAGE = 2  # a bad flag, config key or column name
 EXIT_ERROR = 3  # a step reached its error level
 EXIT_CRITICAL = 4  # a step reached its critical level
+
+WRITE_ATTEMPTS = 8
+"""How many times a write is tried when other runs' commits keep winning the race."""
+
+RETRY_FIRST_WAIT = 0.5
+RETRY_MAX_WAIT = 8.0
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -47,6 +74,16 @@ class RunResult:
         return EXIT_OK
 
 
+@dataclass
+class _Output:
+    """One output table of the run: what goes there, and which column holds the run id."""
+
+    name: str
+    target: str
+    rows: Any
+    run_id_column: str
+
+
 def backend_for(engine: str, **options: Any) -> JobBackend:
     """The job backend of an engine name, imported only when asked for."""
     if engine == "spark":
@@ -62,17 +99,16 @@ def run(config: JobConfig, backend: JobBackend | None = None) -> RunResult:
     """Run the job described by `config`; returns what it found and wrote."""
     backend = backend or backend_for(config.engine)
     started_at = datetime.now(timezone.utc)
-    table = backend.read_source(config.source)
+    table, source_version = backend.open_source(config.source, config.source_version)
     source_columns = backend.engine.columns(table)
     checks = row_checks(config, source_columns)
     _check_source_columns(config, checks, source_columns)
-    source_version = backend.source_version(config.source)
 
     annotated = table
     results: list[StepResult] = []
     reason_columns: list[str] = []
     for n, check in enumerate(checks, start=1):
-        reason_column = f"__pb_reason_{n}"
+        reason_column = f"{STEP_REASON_PREFIX}{n}"
         column = ", ".join(check.columns)
         log.info("step %d: checking %s", n, column)
         judged = backend.engine.judge_check(annotated, check, dedup=config.dedup, reason_column=reason_column)
@@ -104,18 +140,20 @@ def run(config: JobConfig, backend: JobBackend | None = None) -> RunResult:
             for r in results
         ]
     )
-    valid = backend.valid_rows(annotated, reason_columns, source_columns) if config.outputs.valid else None
-    quarantined, valid_count = _write_outputs(
-        backend, config, quarantine, valid, results, started_at, source_version
-    )
+    outputs = [_Output("quarantine", config.outputs.quarantine, quarantine, RUN_ID)]
+    if config.outputs.valid:
+        valid = backend.valid_rows(annotated, reason_columns, source_columns, run_id=config.run_id)
+        outputs.append(_Output("valid", config.outputs.valid, valid, RUN_ID))
+    _check_targets(backend, outputs, config.outputs.summary)
+    counts = _write_outputs(backend, config, outputs, results, started_at, source_version)
     return RunResult(
         config=config,
         started_at=started_at,
         finished_at=datetime.now(timezone.utc),
         source_version=source_version,
         steps=results,
-        quarantined=quarantined,
-        valid=valid_count,
+        quarantined=counts["quarantine"],
+        valid=counts.get("valid"),
     )
 
 
@@ -126,49 +164,89 @@ def row_checks(config: JobConfig, source_columns: list[str]) -> list[RowCheck]:
 
 
 def _check_source_columns(config: JobConfig, checks: list[RowCheck], columns: list[str]) -> None:
-    clash = [c for c in RESERVED if c in columns]
+    clash = reserved_clash(columns)
     if clash:
         raise SourceError(
-            f"the source already has the column {clash[0]!r}, which chatgate adds to its outputs; "
-            "rename it before checking this table"
+            f"the source has a column {clash!r}, a name chatgate adds to its outputs "
+            "(compared ignoring case); rename it before checking this table"
         )
     for check in checks:
         for column in check.columns:
             if column not in columns:
-                raise SourceError(
+                raise ConfigError(
                     f"column {column!r} isn't in the source {config.source!r}; its columns are {columns}"
                 )
 
 
-def _write_outputs(backend, config, quarantine, valid, results, started_at, source_version):
-    outputs = config.outputs
-    targets = [outputs.quarantine, outputs.summary] + ([outputs.valid] if outputs.valid else [])
-    before = {target: backend.table_version(target) for target in targets}
-    written: list[str] = []
+def _check_targets(backend: JobBackend, outputs: list[_Output], summary: str) -> None:
+    """Before the first write: each output is new, or a Delta table with this run's columns."""
+    wanted = [(o.name, o.target, backend.columns_of(o.rows)) for o in outputs]
+    wanted.append(("summary", summary, SUMMARY_SCHEMA.names))
+    for name, target, columns in wanted:
+        have = backend.target_columns(target)
+        if have is not None and {c.lower() for c in have} != {c.lower() for c in columns}:
+            raise schema_mismatch(name, target, have, columns)
+
+
+def _write_outputs(
+    backend: JobBackend,
+    config: JobConfig,
+    outputs: list[_Output],
+    results: list[StepResult],
+    started_at: datetime,
+    source_version: int | None,
+) -> dict[str, int]:
+    run_id, summary_target = config.run_id, config.outputs.summary
+    # An earlier attempt with this run id stops counting as complete before its rows change.
+    _retrying(lambda: backend.delete_run(summary_target, SUMMARY_RUN_ID, run_id), backend, summary_target)
+    written: list[tuple[str, str]] = []
+    counts: dict[str, int] = {}
     try:
-        written.append(outputs.quarantine)
-        quarantined = backend.replace_run(quarantine, outputs.quarantine, RUN_ID, config.run_id)
-        valid_count = None
-        if outputs.valid:
-            written.append(outputs.valid)
-            valid_count = backend.overwrite(valid, outputs.valid)
+        for output in outputs:
+            written.append((output.target, output.run_id_column))
+            counts[output.name] = _retrying(
+                lambda o=output: backend.replace_run(o.rows, o.target, o.run_id_column, run_id),  # type: ignore[misc]
+                backend,
+                output.target,
+            )
         summary = summary_table(
             results,
-            run_id=config.run_id,
+            run_id=run_id,
             started_at=started_at,
             finished_at=datetime.now(timezone.utc),
             engine=config.engine,
             source=config.source,
             source_version=source_version,
         )
-        written.append(outputs.summary)
-        backend.write_arrow(summary, outputs.summary, "run_id", config.run_id)
+        written.append((summary_target, SUMMARY_RUN_ID))
+        _retrying(lambda: backend.write_arrow(summary, summary_target, SUMMARY_RUN_ID, run_id), backend, summary_target)
     except BaseException:
-        for target in reversed(written):
-            try:
-                backend.restore(target, before[target])
-            except Exception:  # noqa: BLE001 - report the original failure, log this one
-                log.exception("could not roll back %s after a failed run", target)
+        _take_back(backend, written, run_id)
         raise
-    return quarantined, valid_count
+    return counts
 
+
+def _take_back(backend: JobBackend, written: list[tuple[str, str]], run_id: str) -> None:
+    """Delete this run's rows from what it wrote, summary first; other runs' rows stay."""
+    for target, run_id_column in reversed(written):
+        try:
+            _retrying(lambda t=target, c=run_id_column: backend.delete_run(t, c, run_id), backend, target)  # type: ignore[misc]
+        except Exception:  # noqa: BLE001 - report the original failure, log this one
+            log.exception("could not delete run %r's rows from %s after it failed", run_id, target)
+
+
+def _retrying(write: Callable[[], T], backend: JobBackend, target: str) -> T:
+    """`write()`, tried again with a growing, jittered wait while it loses commit races."""
+    for attempt in range(1, WRITE_ATTEMPTS + 1):
+        try:
+            return write()
+        except Exception as error:
+            if attempt == WRITE_ATTEMPTS or not backend.is_conflict(error):
+                raise
+            wait = min(RETRY_MAX_WAIT, RETRY_FIRST_WAIT * 2 ** (attempt - 1)) * random.uniform(0.5, 1.5)
+            log.warning(
+                "another writer committed to %s first; trying again in %.1f s (attempt %d of %d)",
+                target, wait, attempt + 1, WRITE_ATTEMPTS,
+            )
+            time.sleep(wait)
+    raise AssertionError("unreachable")  # pragma: no cover

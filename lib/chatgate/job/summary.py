@@ -30,7 +30,7 @@ def format_summary(result: RunResult) -> str:
             f"{s.judged.units:,}",
             f"{s.judged.failed:,}",
             f"{(s.judged.failed / s.judged.units if s.judged.units else 0):.4f}",
-            f"{s.judged.distinct_values:,}",
+            "-" if s.judged.distinct_values is None else f"{s.judged.distinct_values:,}",
             ",".join(s.levels) or "-",
             _top(s.judged.reasons),
         )
