@@ -10,7 +10,7 @@ JARS_STAMP := $(JARS_DIR)/.resolved
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help setup jars run test test-all bench bench-large lint dist clean
+.PHONY: help setup jars run test test-all fuzz bench bench-large lint dist clean
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -41,6 +41,9 @@ test: setup jars ## Run the test suite (Spark tests included)
 
 test-all: setup jars ## Run every test, the slow ones too
 	$(PY) -m pytest -m '' $(PYTEST_ARGS)
+
+fuzz: setup jars ## Fuzz the job on both engines with many more drawn tables (about 15 minutes)
+	CHATGATE_FUZZ_EXAMPLES=$${CHATGATE_FUZZ_EXAMPLES:-300} $(PY) -m pytest tests/test_job_fuzz.py $(PYTEST_ARGS)
 
 bench: setup jars ## Benchmark the jobs against the baselines at 1M rows
 	$(PY) -m bench.run --rows 1000000
