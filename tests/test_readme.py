@@ -39,3 +39,18 @@ def test_readme_gives_the_two_commands_first():
     text = README.read_text()
     assert text.index("make run") < text.index("## The Python API")
     assert text.index("make test") < text.index("## The Python API")
+
+
+def test_every_test_the_promises_name_exists():
+    section = README.read_text().split("## What we promise", 1)[1].split("\n## ", 1)[0]
+    named = 0
+    for row in section.splitlines():
+        current = None
+        for path, name in re.findall(r"`(tests/[\w/]+\.py)?(?:::(\w+))?`", row):
+            current = path or current
+            assert current, f"a test named before its file in: {row}"
+            text = (README.parent / current).read_text()
+            if name:
+                assert re.search(rf"^def {name}\(", text, flags=re.M), f"{current}::{name} isn't there"
+            named += 1
+    assert named >= 10
