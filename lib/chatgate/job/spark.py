@@ -85,7 +85,7 @@ class SparkJobBackend(JobBackend):
 
     def open_source(self, source: str, version: int | None) -> tuple[DataFrame, int | None]:
         try:
-            latest = self._version(source) if self._is_delta_source(source) else None
+            latest = self._version(source)
         except Exception as exc:  # noqa: BLE001 - Spark's analysis errors name no source
             raise SourceError(f"can't read the source {source!r}: {first_line(exc)}") from None
         pinned = pinned_version(source, latest, version)
@@ -93,13 +93,6 @@ class SparkJobBackend(JobBackend):
             return self._read(source, pinned), pinned
         except Exception as exc:  # noqa: BLE001
             raise SourceError(f"can't read the source {source!r}: {first_line(exc)}") from None
-
-    def _is_delta_source(self, source: str) -> bool:
-        if is_path(source):
-            return not source.endswith(".parquet") and not (
-                os.path.isdir(source) and not os.path.isdir(os.path.join(source, "_delta_log"))
-            ) and self._delta(source) is not None
-        return self._delta(source) is not None
 
     def _read(self, source: str, version: int | None) -> DataFrame:
         reader = self.spark.read
