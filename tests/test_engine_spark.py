@@ -164,7 +164,7 @@ def test_every_reason_in_json_text(spark, engine, text_df):
     assert judged.failed == sum(judged.reasons.values())
     assert judged.passed == 4
     assert not judged.deduplicated  # every value distinct: auto doesn't pay for a shuffle
-    assert judged.distinct_values == len(rows)
+    assert judged.distinct_values is None  # every row checked: no count made
 
 
 @pytest.mark.spark
@@ -201,7 +201,7 @@ def test_duplicates_multiply_counts(judged_by_mode, repeated):
         assert list(judged.reasons) == ["not_alternating", "not_messages", "first_role"]
         assert (judged.units, judged.failed, judged.passed) == (20, 14, 6)
     assert on.deduplicated and on.distinct_values == 4
-    assert not off.deduplicated and off.distinct_values == 18
+    assert not off.deduplicated and off.distinct_values is None
     assert on.extra["failing_distinct"] == 3  # the nulls have no key
 
 
@@ -233,7 +233,7 @@ def test_auto_decides_from_the_first_rows(spark, engine, monkeypatch):
     backwards = spark.createDataFrame(rows[::-1], "id int, messages string").coalesce(1)
     judged = engine.judge(backwards, "messages", FMT)
     assert not judged.deduplicated and judged.extra["repeats_estimate"] == 0.0
-    assert judged.distinct_values == 40
+    assert judged.distinct_values is None
 
 
 @pytest.mark.spark
@@ -331,7 +331,7 @@ def test_splits_and_helpers(spark, engine, judged_by_mode, repeated):
 def test_edge_tables(spark, engine):
     empty = spark.createDataFrame([], "id int, messages string")
     judged = engine.judge(empty, "messages", FMT)
-    assert (judged.units, judged.failed, judged.reasons, judged.distinct_values) == (0, 0, {}, 0)
+    assert (judged.units, judged.failed, judged.reasons, judged.distinct_values) == (0, 0, {}, None)
     assert judged.annotated.columns == ["id", "messages", "pb_reason_"]
     judged = engine.judge_check(empty, ChatCheck("messages", FMT, images_column="id"), dedup="on")
     assert (judged.units, judged.failed, judged.distinct_values) == (0, 0, 0)  # no stats pass
@@ -457,9 +457,11 @@ def test_row_checks_match_check_row(spark, engine, name):
         assert list(j.reasons.items()) == list(reasons.items()), mode
         assert (j.units, j.failed) == (len(rows), counts.total())
         assert j.annotated.columns == [*df.columns, "pb_reason_"]
-    # Nulls go to Python like any value: one key per distinct row of values.
-    assert judged["on"].deduplicated and judged["on"].distinct_values == len(set(values))
-    assert not judged["off"].deduplicated and judged["off"].distinct_values == len(rows)
+    # Nulls go to Python like any value: one key per distinct row of values; a row whose
+    # every value is null is missing, not a distinct value.
+    present = {value for value in values if any(v is not None for v in value)}
+    assert judged["on"].deduplicated and judged["on"].distinct_values == len(present)
+    assert not judged["off"].deduplicated and judged["off"].distinct_values is None
 
     on_plan = _final_plan(judged["on"].extra["checked"])
     assert _first_line(on_plan, PYTHON_STEP) < _first_line(on_plan, AGGREGATE), on_plan

@@ -115,6 +115,64 @@ def test_engines_agree_with_the_reference(engine, case, dedup, request):
     counts = {code: list(expected.values()).count(code) for code in set(expected.values())}
     assert judged.reasons == counts
     assert list(judged.reasons.values()) == sorted(counts.values(), reverse=True)
+    assert judged.deduplicated is (dedup == "on")
+    assert judged.distinct_values == (_distinct(source["messages"].to_pylist()) if dedup == "on" else None)
+
+
+def _distinct(values: list) -> int:
+    """The number of distinct non-null values, in plain Python (nested values by their JSON)."""
+    return len({v if isinstance(v, (str, bytes)) else json.dumps(v) for v in values if v is not None})
+
+
+def _confusable_table() -> pa.Table:
+    """Values that an engine could wrongly count as one: equal as JSON, different as text."""
+    chat = [{"role": "user", "content": "Caf\u00e9?"}, {"role": "assistant", "content": "Oui."}]
+    variants = [
+        json.dumps(chat),
+        json.dumps(chat) + " ",
+        " " + json.dumps(chat),
+        json.dumps(chat, indent=1),
+        json.dumps(chat, separators=(",", ":")),
+        json.dumps(chat, ensure_ascii=False),  # é as UTF-8, not as an escape
+        json.dumps(chat, ensure_ascii=False).replace("\u00e9", "e\u0301"),  # é decomposed
+        json.dumps([{"content": "Caf\u00e9?", "role": "user"}, chat[1]]),  # keys in another order
+        json.dumps([{"role": "user", "content": "caf\u00e9?"}, chat[1]]),  # another case
+        "[]",
+        "[] ",
+        "not json",
+    ]
+    values = [variants[(i * 5) % len(variants)] if i % 4 else None for i in range(60)]
+    values += variants  # every variant at least once
+    others = [None if i % 3 == 0 else variants[i % 3] for i in range(len(values))]
+    return pa.table(
+        {"id": pa.array(range(1, len(values) + 1), pa.int64()), "messages": values, "other": others}
+    )
+
+
+@pytest.mark.parametrize("dedup", ["on", "off"])
+@pytest.mark.parametrize("engine", ENGINES)
+def test_distinct_values_are_the_same_on_every_engine(engine, dedup, request):
+    """With dedup, the exact count of distinct non-null values (tuples: not all null); without, None."""
+    from chatgate.rules import ChatCheck
+
+    source = _confusable_table()
+    values = source["messages"].to_pylist()
+    assert values.count(None) > 1 and len(set(values)) < len(values)
+    tuples = list(zip(values, source["other"].to_pylist()))
+    assert (None, None) in tuples
+    eng = _engine(engine)
+    table = _to_engine(engine, source, request)
+
+    single = eng.judge_check(table, ChatCheck("messages", ChatFormat()), dedup=dedup)
+    assert single.deduplicated is (dedup == "on")
+    assert single.distinct_values == (len({v for v in values if v is not None}) if dedup == "on" else None)
+    assert single.units == source.num_rows
+
+    # Two columns: a row counts unless both are null.
+    pair = ChatCheck("messages", ChatFormat(tools=True), tools_column="other")
+    judged = eng.judge_check(table, pair, dedup=dedup)
+    want = len({t for t in tuples if t != (None, None)}) if dedup == "on" else None
+    assert judged.distinct_values == want
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -225,3 +283,6 @@ def test_engines_agree_on_row_checks(engine, name, dedup, request):
     assert dict(zip(failing["id"].to_pylist(), failing[REASON_COLUMN].to_pylist())) == expected
     assert (judged.units, judged.failed) == (source.num_rows, len(expected))
     assert judged.reasons == {c: list(expected.values()).count(c) for c in set(expected.values())}
+    columns = list(dict.fromkeys(check.columns))
+    present = {tuple(row[c] for c in columns) for row in rows if any(row[c] is not None for c in columns)}
+    assert judged.distinct_values == (len(present) if dedup == "on" else None)

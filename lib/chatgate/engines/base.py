@@ -44,12 +44,21 @@ class Judged:
     `annotated` is the input table with one more column, `reason_column`, holding
     the problem code of each row (null where the row passes). It is lazy on the
     engines that are.
+
+    `distinct_values` is the exact number of distinct values the check judged when
+    it deduplicated (`deduplicated`), the same on every engine; None when it judged
+    every row (no count is made, it would cost a pass). A value is the tuple of the
+    check's columns (one column for a chat column alone), compared exactly: texts
+    byte for byte (JSON that differs only in whitespace is two values), nested
+    values field by field. A missing value isn't counted: a tuple is missing when
+    every one of its columns is null, so a chat column's nulls aren't counted and a
+    preference row with only `prompt` null is.
     """
 
     units: int
     failed: int
     reasons: dict[str, int]
-    distinct_values: int
+    distinct_values: int | None
     annotated: Any
     reason_column: str = REASON_COLUMN
     deduplicated: bool = False

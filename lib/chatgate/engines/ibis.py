@@ -45,6 +45,11 @@ columns are compared with `IS NOT DISTINCT FROM`, so a null matches a null).
 The same value join serves binary columns, tuples with a column other than text,
 booleans and integers, and backends without `hash()`, SHA-256 or maps.
 
+A chat column of any other type (integers, floats, booleans, dates, ...) is
+judged the same way, by the check, as on every engine: its values aren't lists
+of messages (`not_messages`), its nulls follow `na_pass`. Types Ibis can't send
+back to the backend (intervals, DuckDB's BIT and UNION) are judged as their text.
+
 Memory: Python holds one batch at a time, plus the failing set as Arrow (about
 100 bytes per failing distinct tuple on the hash join; the failing values
 themselves on the value join). The backend does the deduplication, and DuckDB
@@ -129,7 +134,8 @@ class _Tally:
 
     units: int = 0
     nulls: int = 0
-    checked: int = 0
+    checked: int = 0  # tuples sent to the check
+    present: int = 0  # of those, the tuples with a value (not every column null)
     batches: int = 0
     failed: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
@@ -250,7 +256,9 @@ class IbisEngine(Engine):
         The codes come from `check.check(batch)` alone, each batch holding exactly the
         check's columns, named as in the table (a JSON column as its text). dedup="on"
         checks each distinct tuple once, "off" every row, "auto" decides on the share
-        of repeated tuples. `Judged.annotated` is lazy, on the table's backend.
+        of repeated tuples. `Judged.annotated` is lazy, on the table's backend;
+        `Judged.distinct_values` is the number of distinct tuples checked (see `Judged`),
+        None without dedup; `extra["checked"]` is the number of tuples sent to the check.
         """
         if not self.accepts(table):
             raise TypeError(f"IbisEngine judges Ibis tables, not {type(table).__name__}")
@@ -293,7 +301,7 @@ class IbisEngine(Engine):
             units=tally.units,
             failed=tally.failed,
             reasons=ordered_reasons(tally.reasons, first_rows),
-            distinct_values=tally.checked,
+            distinct_values=tally.present if dedup_on else None,
             annotated=annotate(table, reason_column),
             reason_column=reason_column,
             deduplicated=dedup_on,
@@ -302,6 +310,7 @@ class IbisEngine(Engine):
                 "columns": list(columns),
                 "join_on": plan.join_on,
                 "batches": tally.batches,
+                "checked": tally.checked,
                 "nulls": tally.nulls,
                 "repeats_estimate": repeats,
                 "key_collisions": tally.collisions,
@@ -311,7 +320,9 @@ class IbisEngine(Engine):
     def _plan(self, table, check: RowCheck, columns: tuple[str, ...], backend) -> _Plan:
         """How to read, key, digest and join the check's columns on this backend."""
         if isinstance(check, ChatCheck) and columns == (check.column,):
-            kind = _kind(table, check.column, backend)
+            # Any kind of column: the check decides what its values are worth (an integer,
+            # a date, a struct without messages is not_messages), as on every engine.
+            kind = _part_kind(table, check.column, backend)
             join_on = self._join_on(kind, backend)
             return _Plan(columns, (kind,), join_on, single=True, na_pass=check.fmt.na_pass)
         kinds = tuple(_part_kind(table, column, backend) for column in columns)
@@ -409,6 +420,7 @@ class IbisEngine(Engine):
                 tally.nulls += pc.sum(batch.column(names.n).filter(nulls)).as_py() or 0
                 batch = batch.filter(pc.invert(nulls))
         tally.checked += len(batch)
+        tally.present += len(batch) - _missing_tuples(batch, plan.columns)
         codes = check.check(batch.select(list(plan.columns)))
         if isinstance(codes, pa.ChunkedArray):
             codes = codes.combine_chunks()
@@ -503,7 +515,7 @@ class _Plan:
     nulls are counted on the backend, keyed and digested as in the module docstring.
     Otherwise the tuple of `columns` is, nulls and all. `kinds` says, per column,
     how a tuple's SHA-256 covers it ("text", "bool", "int") or why it can't
-    ("binary", "native", "other").
+    ("binary", "native", "float", "other"), which `same` reads too.
     """
 
     columns: tuple[str, ...]
@@ -536,9 +548,20 @@ class _Plan:
             return values[0].hexdigest("sha256")
         return _tuple_digest(values, self.kinds)
 
-    def same(self, left, right):
-        """Do two values join? A null matches a null in a tuple (a lone chat's nulls never travel)."""
-        return left == right if self.single else left.identical_to(right)
+    def same(self, left, right, kind: str) -> list:
+        """The predicates under which two values of a column join (all must hold).
+
+        A null matches a null in a tuple (a lone chat's nulls never travel). A float
+        joins on whether it is NaN and on its value with NaN as 0: DuckDB's hash join
+        doesn't reliably match a NaN with a NaN, and both stay equalities (a hash join).
+        """
+        pairs = [(left, right)]
+        if kind == "float":
+            pairs = [(v.isnan(), w.isnan()) for v, w in pairs] + [
+                (ibis.cases((v.isnan(), 0.0), else_=v), ibis.cases((w.isnan(), 0.0), else_=w))
+                for v, w in pairs
+            ]
+        return [v == w if self.single else v.identical_to(w) for v, w in pairs]
 
 
 def _require_column(table: ibis.Table, column: str) -> None:
@@ -548,21 +571,14 @@ def _require_column(table: ibis.Table, column: str) -> None:
         )
 
 
-def _kind(table: ibis.Table, column: str, backend) -> str:
-    """'text', 'binary' or 'native' for a chat column, or a TypeError naming the column and its type."""
-    kind = _part_kind(table, column, backend)
-    if kind in ("text", "binary", "native"):
-        return kind
-    raise TypeError(
-        f"column {column!r} is {table.schema()[column]}, but it must hold conversations as JSON text (string)"
-        + (" or, on DuckDB, as native lists of structs" if backend.name in NATIVE_BACKENDS else "")
-    )
-
-
 def _part_kind(table: ibis.Table, column: str, backend) -> str:
-    """The kind of one column of a tuple: any type the check reads, nested ones on DuckDB only."""
+    """The kind of a judged column: any type the check reads, nested ones on DuckDB only.
+
+    "text", "bool" and "int" are covered by a tuple's SHA-256; "binary", "native",
+    "float" and "other" (dates, decimals, ...) join back on the value.
+    """
     dtype = table.schema()[column]
-    if dtype.is_string() or dtype.is_json():
+    if dtype.is_string() or _read_as_text(dtype):
         return "text"
     if dtype.is_boolean():
         return "bool"
@@ -570,6 +586,8 @@ def _part_kind(table: ibis.Table, column: str, backend) -> str:
         return "int"
     if dtype.is_binary():
         return "binary"
+    if dtype.is_floating():
+        return "float"
     if dtype.is_array() or dtype.is_struct() or dtype.is_map():
         if backend.name in NATIVE_BACKENDS:
             return "native"
@@ -580,12 +598,22 @@ def _part_kind(table: ibis.Table, column: str, backend) -> str:
     return "other"
 
 
+def _read_as_text(dtype: dt.DataType) -> bool:
+    """Is a column of `dtype` judged as its text, cast on the backend?
+
+    JSON is its text. Intervals and the types Ibis doesn't know (DuckDB's BIT, UNION)
+    can't travel back to the backend in the failing set, nor be compared with it: their
+    text stands for them (never a conversation, but for a union holding one).
+    """
+    return dtype.is_json() or dtype.is_interval() or dtype.is_unknown()
+
+
 def _value_of(column: str):
-    """How to read the judged value from any table that has `column` (JSON type read as text)."""
+    """How to read the judged value from any table that has `column` (see `_read_as_text`)."""
 
     def value_of(table: ibis.Table):
         value = table[column]
-        return value.cast(dt.string) if value.type().is_json() else value
+        return value.cast(dt.string) if _read_as_text(value.type()) else value
 
     return value_of
 
@@ -607,6 +635,14 @@ def _distinct_estimate(table: ibis.Table, value_of) -> tuple[int, int]:
     stats = table.aggregate(values=value.count(), distinct=distinct)
     row = stats.to_pyarrow().to_pylist()[0]
     return row["values"] or 0, row["distinct"] or 0
+
+
+def _missing_tuples(batch: pa.RecordBatch, columns: tuple[str, ...]) -> int:
+    """The rows of `batch` whose every column in `columns` is null (a missing tuple)."""
+    if any(batch.column(c).null_count == 0 for c in columns):
+        return 0
+    missing = functools.reduce(pc.and_, (batch.column(c).is_null() for c in columns))
+    return pc.sum(missing).as_py() or 0
 
 
 def _has_hash_ops(backend) -> bool:
@@ -732,8 +768,9 @@ def _annotate(table, reason_column, *, plan: _Plan, failing, names: _Names):
 
     if plan.join_on == "value":
         keys = [
-            plan.same(value, failing[name])
-            for value, name in zip(plan.read(table), names.fvalues(plan))
+            predicate
+            for value, name, kind in zip(plan.read(table), names.fvalues(plan), plan.kinds)
+            for predicate in plan.same(value, failing[name], kind)
         ]
         joined = table.left_join(failing, keys)
         found = joined[names.freason]

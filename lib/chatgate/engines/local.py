@@ -1,17 +1,22 @@
 """The local engine: Polars and pandas DataFrames in memory.
 
-Text columns are dictionary-encoded by Arrow, so each distinct value is judged
-once (the dictionary) and its code spread to the rows (the indices).
+With dedup (any mode but "off": it costs next to nothing in memory), each
+distinct value is judged once and its code spread to the rows. One column is
+dictionary-encoded by Arrow (the dictionary is judged, the indices spread its
+codes); the tuples of several columns, and nested values Arrow can't encode,
+are numbered per column and the distinct rows of those numbers judged.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..rules import ChatCheck, RowCheck, check_values
+from ..rules import RowCheck
+from ..rules.values import is_missing
 from .base import REASON_COLUMN, Dedup, Engine, Judged, ordered_reasons
 
 ROW_NUMBER_COLUMN = "_row_num_"
@@ -48,21 +53,15 @@ class LocalEngine(Engine):
         dedup: Dedup = "auto",
         reason_column: str = REASON_COLUMN,
     ) -> Judged:
-        deduplicated = False
-        if isinstance(check, ChatCheck) and len(check.columns) == 1:
-            values = column_as_arrow(table, check.column, exact=True)
-            if isinstance(values, pa.Array):
-                if dedup != "off" and _is_text(values.type):
-                    values = pc.dictionary_encode(values)
-                    deduplicated = True
-                codes = check.check(pa.table({check.column: values}))
-                distinct = len(values.dictionary) if deduplicated else len(values)
-            else:  # Python objects of mixed kinds that Arrow can't hold in one array
-                codes = check_values(values, check.fmt)
-                distinct = len(values)
+        if dedup not in ("auto", "on", "off"):
+            raise ValueError(f"dedup= must be 'auto', 'on' or 'off', not {dedup!r}")
+        columns = list(dict.fromkeys(check.columns))
+        arrays = {c: column_as_arrow(table, c, exact=True) for c in columns}
+        judged = None if dedup == "off" else _check_distinct(arrays, check)
+        if judged is None:
+            codes, distinct = _check_rows(arrays, check), None
         else:
-            codes = _check_rows(table, check)
-            distinct = len(codes)
+            codes, distinct = judged
         counts, first_seen = _count(codes)
         return Judged(
             units=len(codes),
@@ -71,7 +70,7 @@ class LocalEngine(Engine):
             distinct_values=distinct,
             annotated=_with_column(table, reason_column, codes),
             reason_column=reason_column,
-            deduplicated=deduplicated,
+            deduplicated=distinct is not None,
         )
 
     def failing_rows(self, judged: Judged) -> Any:
@@ -138,17 +137,96 @@ class LocalEngine(Engine):
         return pl.concat(tables)
 
 
-def _check_rows(table: Any, check: RowCheck) -> pa.StringArray:
-    """Codes of a check that reads several columns: as one Arrow table, or row by row."""
-    columns = list(check.columns)
-    missing = [c for c in columns if c not in table.columns]
-    if missing:
-        raise KeyError(f"column {missing[0]!r} isn't in the table; its columns are {list(table.columns)}")
-    arrays = {c: column_as_arrow(table, c, exact=True) for c in columns}
+def _check_rows(arrays: dict[str, pa.Array | list], check: RowCheck) -> pa.StringArray:
+    """The code of each row of the check's columns: as one Arrow table, or row by row."""
     if all(isinstance(a, pa.Array) for a in arrays.values()):
         return check.check(pa.table(arrays))
+    columns = list(arrays)
     rows = zip(*(a if isinstance(a, list) else a.to_pylist() for a in arrays.values()))
     return pa.array([check.check_row(dict(zip(columns, row))) for row in rows], pa.string())
+
+
+def _check_distinct(arrays: dict[str, pa.Array | list], check: RowCheck) -> tuple[pa.StringArray, int] | None:
+    """The code of each row, judging each distinct tuple once, and the number of distinct tuples.
+
+    A tuple whose every column is missing is judged (the check decides what it is
+    worth) but not counted. None when a value can't be compared (a Python object
+    that isn't hashable): then every row is judged.
+    """
+    if len(arrays) == 1:
+        (name, values), = arrays.items()
+        encoded = _dictionary_encoded(values)
+        if encoded is not None:
+            # The dictionary holds the distinct values; a null stands for the missing ones.
+            dictionary, indices = encoded.dictionary, encoded.indices
+            if indices.null_count:
+                dictionary = pa.concat_arrays([dictionary, pa.nulls(1, dictionary.type)])
+                indices = indices.fill_null(len(dictionary) - 1)
+            codes = _check_rows({name: dictionary}, check).take(indices)
+            return codes, len(encoded.dictionary) - encoded.dictionary.null_count
+    numbers = [_value_numbers(values) for values in arrays.values()]
+    if any(n is None for n in numbers):
+        return None
+    stacked = np.stack(numbers, axis=1)  # one row of numbers per row of the table
+    if not len(stacked):
+        return _check_rows(arrays, check), 0
+    distinct, first, inverse = np.unique(stacked, axis=0, return_index=True, return_inverse=True)
+    missing = np.all(distinct == -1, axis=1).sum()
+    taken = {c: _take(values, first) for c, values in arrays.items()}
+    codes = _check_rows(taken, check).take(pa.array(inverse.reshape(-1)))
+    return codes, int(len(distinct) - missing)
+
+
+def _dictionary_encoded(values: pa.Array | list) -> pa.DictionaryArray | None:
+    """`values` dictionary-encoded by Arrow afresh (each distinct value once), or None when it can't."""
+    if not isinstance(values, pa.Array):
+        return None
+    if pa.types.is_dictionary(values.type):
+        values = values.dictionary_decode()  # a dictionary may repeat values, or hold unused ones
+    try:
+        return pc.dictionary_encode(values)
+    except pa.ArrowNotImplementedError:  # nested values
+        return None
+
+
+def _value_numbers(values: pa.Array | list) -> np.ndarray | None:
+    """A number per row, equal for equal values, -1 for a missing one (None: can't be compared)."""
+    if isinstance(values, pa.Array) and pa.types.is_null(values.type):
+        return np.full(len(values), -1, np.int64)
+    encoded = _dictionary_encoded(values)
+    if encoded is not None:
+        return encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    seen: dict = {}
+    numbers = np.empty(len(values), np.int64)
+    python = values if isinstance(values, list) else values.to_pylist()
+    try:
+        for i, value in enumerate(python):
+            numbers[i] = -1 if is_missing(value) else seen.setdefault(_frozen(value), len(seen))
+    except TypeError:  # an unhashable Python object
+        return None
+    return numbers
+
+
+def _frozen(value: Any) -> Any:
+    """A hashable stand-in for a Python value: equal only for equal values of the same kinds.
+
+    1, 1.0 and True stay apart; a dict is its set of items (their order doesn't
+    matter to JSON); lists, tuples and arrays are sequences; NaN equals NaN (as
+    DuckDB and Spark group them).
+    """
+    if isinstance(value, dict):
+        return (dict, frozenset((k, _frozen(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)) or type(value).__name__ == "ndarray":
+        return (list, tuple(_frozen(v) for v in value))
+    if isinstance(value, float) and value != value:  # noqa: PLR0124 - NaN
+        return (float, "nan")
+    return (type(value), value)
+
+
+def _take(values: pa.Array | list, rows: np.ndarray) -> pa.Array | list:
+    if isinstance(values, list):
+        return [values[i] for i in rows]
+    return values.take(pa.array(rows))
 
 
 def column_as_arrow(table: Any, column: str, *, exact: bool = False) -> pa.Array | list:
@@ -198,16 +276,6 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return value
-
-
-def _is_text(dtype: pa.DataType) -> bool:
-    return (
-        pa.types.is_string(dtype)
-        or pa.types.is_large_string(dtype)
-        or pa.types.is_binary(dtype)
-        or pa.types.is_large_binary(dtype)
-        or pa.types.is_string_view(dtype)
-    )
 
 
 def _count(codes: pa.StringArray) -> tuple[dict[str, int], dict[str, int]]:

@@ -27,8 +27,9 @@ null is worth (a preference row with a null `prompt` may pass with
 `na_pass=True`; a null `tools` declares nothing). A `ChatCheck` of one column
 (the core check) has a null key (no length) for its nulls: they are counted as
 Python judged them but annotated natively (`not_messages`, or none with
-`na_pass=True`, as `check_array` gives them), since a null key joins nothing; and
-they aren't counted among the distinct values checked.
+`na_pass=True`, as `check_array` gives them), since a null key joins nothing. A
+tuple whose every column is null isn't counted among the distinct values
+(`Judged.distinct_values`, counted only with dedup).
 
 The key of one column is (xxhash64, murmur3 `hash`, byte length) of its text: two
 different values share a key only if two independent hashes and the length all
@@ -122,9 +123,9 @@ class SparkEngine(Engine):
         """Judge the columns `check.columns` of `table` together, with `check.check` only.
 
         One job (after a read of the first rows with `dedup="auto"`); the annotated table is
-        lazy. `distinct_values` is the number of non-null keys Python checked
-        (every such row, without dedup); `extra["checked"]` is the lazy check
-        (`failing_frame`).
+        lazy. `distinct_values` is the number of distinct tuples Python checked, but a
+        tuple whose every column is null (see `Judged`), and None without dedup;
+        `extra["checked"]` is the lazy check (`failing_frame`).
         """
         keyed = _Keyed.of(table, check, dedup, reason_column)
         repeats = None
@@ -141,7 +142,7 @@ class SparkEngine(Engine):
             units=rows,
             failed=sum(counts.values()),
             reasons=ordered_reasons(counts, first_seen),
-            distinct_values=distinct,
+            distinct_values=distinct if deduplicated else None,
             annotated=annotated,
             reason_column=reason_column,
             deduplicated=deduplicated,
@@ -155,9 +156,9 @@ class SparkEngine(Engine):
     def failing_frame(self, table: DataFrame, check: RowCheck, *, deduplicated: bool) -> DataFrame:
         """The lazy check: (key, reason, count, first row) of each failing key, plus tallies.
 
-        A tally row has null key and reason; its count is the number of non-null
-        keys a Python batch checked (rows, without `deduplicated`) and its row the
-        number of source rows they stand for. With
+        A tally row has null key and reason; its count is the number of keys a Python
+        batch checked whose values aren't all null (rows, without `deduplicated`) and
+        its row the number of source rows they stand for. With
         `deduplicated`, the rows are grouped by key before Python sees them and a
         row's count is its number of source rows. The first row
         (`monotonically_increasing_id`, taken before any filter) only orders
@@ -170,7 +171,7 @@ class SparkEngine(Engine):
         sent = _value_names(keyed.names)
         numbered = table.select(
             *(keyed.keys[k].alias(k) for k in KEYS),
-            *(_col(name).alias(alias) for name, alias in zip(keyed.names, sent)),
+            *(column_ref(name).alias(alias) for name, alias in zip(keyed.names, sent)),
             F.monotonically_increasing_id().alias(ROW),
         )
         to_check = numbered
@@ -186,7 +187,6 @@ class SparkEngine(Engine):
             check=keyed.check,
             names=dict(zip(sent, keyed.names)),
             counted=deduplicated,
-            null_keys=keyed.present is not None,
             large_strings=_conf_true(table, _LARGE_VAR_CONF),
         )
         checked = to_check.mapInArrow(check, _checked_schema(keyed.length_type))
@@ -209,22 +209,22 @@ class SparkEngine(Engine):
         return result.filter(pc.is_valid(result[REASON])), distinct, rows
 
     def failing_rows(self, judged: Judged) -> DataFrame:
-        return judged.annotated.filter(_col(judged.reason_column).isNotNull())
+        return judged.annotated.filter(column_ref(judged.reason_column).isNotNull())
 
     def passing_rows(self, judged: Judged) -> DataFrame:
-        passing = judged.annotated.filter(_col(judged.reason_column).isNull())
+        passing = judged.annotated.filter(column_ref(judged.reason_column).isNull())
         return passing.drop(judged.reason_column)
 
     def segment_values(self, table: DataFrame, column: str) -> list:
         values = (
-            table.select(_col(column).alias("v")).distinct().orderBy(F.col("v").asc_nulls_last())
+            table.select(column_ref(column).alias("v")).distinct().orderBy(F.col("v").asc_nulls_last())
         )
         return [row[0] for row in values.collect()]
 
     def filter_equal(self, table: DataFrame, column: str, value: Any) -> DataFrame:
         if value is None:
-            return table.filter(_col(column).isNull())
-        return table.filter(_col(column) == F.lit(value))
+            return table.filter(column_ref(column).isNull())
+        return table.filter(column_ref(column) == F.lit(value))
 
     def preview(self, table: DataFrame, limit: int) -> pa.Table:
         return table.limit(limit).toArrow()
@@ -263,7 +263,7 @@ class _Keyed:
     ) -> _Keyed:
         names = _check_arguments(table, check, dedup, reason_column)
         if _nulls_native(check):
-            value = _col(check.column)
+            value = column_ref(check.column)
             return cls(
                 check=check,
                 names=names,
@@ -272,7 +272,7 @@ class _Keyed:
                 present=value.isNotNull(),
                 null_reason=None if check.fmt.na_pass else "not_messages",
             )
-        texts = [_key_text(_col(name), table.schema[name].dataType) for name in names]
+        texts = [_key_text(column_ref(name), table.schema[name].dataType) for name in names]
         return cls(
             check=check,
             names=names,
@@ -326,7 +326,6 @@ def check_batches(
     check: RowCheck,
     names: dict[str, str],
     counted: bool,
-    null_keys: bool,
     large_strings: bool,
 ) -> Iterator[pa.RecordBatch]:
     """The Python step: the failing rows of each batch, then a tally row of the batch.
@@ -336,8 +335,8 @@ def check_batches(
     of the key. `check.check` sees a batch of the check's columns only, named as in
     the table. Output: the key, reason, count and first row of each failing key,
     and a row with a null key and reason whose count is the number of keys
-    checked (but the null key, with `null_keys`: one column's nulls) and whose
-    row is the number of source rows they stand for.
+    checked whose values aren't all null (a missing tuple, or one column's nulls,
+    isn't a distinct value) and whose row is the number of source rows they stand for.
     """
     reason_type = pa.large_string() if large_strings else pa.string()
     for batch in batches:
@@ -362,7 +361,7 @@ def check_batches(
             counts = pa.repeat(pa.scalar(1, pa.int64()), len(reasons))
         rows = batch.column(ROW).filter(failing)
         sent = pc.sum(batch.column(COUNT)).as_py() if counted else batch.num_rows
-        checked = batch.num_rows - (batch.column(LENGTH).null_count if null_keys else 0)
+        checked = batch.num_rows - _missing_rows(values)
         columns = [
             *(pa.concat_arrays([k, pa.nulls(1, k.type)]) for k in keys),
             pa.concat_arrays([reasons, pa.nulls(1, reason_type)]),
@@ -370,6 +369,14 @@ def check_batches(
             pa.concat_arrays([rows, pa.array([sent], pa.int64())]),
         ]
         yield pa.RecordBatch.from_arrays(columns, names=[*KEYS, REASON, COUNT, ROW])
+
+
+def _missing_rows(values: pa.RecordBatch) -> int:
+    """The rows of `values` whose every column is null."""
+    if any(column.null_count == 0 for column in values.columns):
+        return 0
+    missing = functools.reduce(pc.and_, (column.is_null() for column in values.columns))
+    return pc.sum(missing).as_py() or 0
 
 
 def _annotate(table: DataFrame, keyed: _Keyed, failing: pa.Table, reason_column: str) -> DataFrame:
@@ -386,7 +393,7 @@ def _annotate(table: DataFrame, keyed: _Keyed, failing: pa.Table, reason_column:
     reason = F.col(REASON)
     if keyed.present is not None:
         reason = F.when(~keyed.present, missing).otherwise(reason)
-    return joined.select(*(_col(c) for c in table.columns), reason.alias(reason_column))
+    return joined.select(*(column_ref(c) for c in table.columns), reason.alias(reason_column))
 
 
 def _sampled_repeats(table: DataFrame, keyed: _Keyed) -> float:
@@ -449,9 +456,17 @@ def _check_arguments(
     return names
 
 
-def _col(name: str) -> Column:
-    """A top-level column by name, even one with dots or backticks in it."""
+def column_ref(name: str) -> Column:
+    """The top-level column `name`, whatever it holds: dots, backticks, spaces, `;`, `=`, any letters.
+
+    `F.col(name)` parses its argument (a dot reaches into a struct, a backtick
+    quotes), so every reference to a column by name goes through here: quoted,
+    with its backticks doubled. (`DataFrame.drop` and `withColumn` take names
+    as they are.)
+    """
     return F.col("`" + name.replace("`", "``") + "`")
+
+
 
 
 def _conf_true(table: DataFrame, key: str) -> bool:

@@ -10,12 +10,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ..engines.spark import SparkEngine
-
-try:  # TEMP until the engine's rename lands
-    from ..engines.spark import column_ref
-except ImportError:
-    from ..engines.spark import _col as column_ref
+from ..engines.spark import SparkEngine, column_ref
 from ..engines.spark_session import get_spark
 from ..errors import OutputError, SourceError
 from .backend import (
