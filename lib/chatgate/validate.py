@@ -12,19 +12,17 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from .engines import REASON_COLUMN, engine_for
+from .engines import engine_for
 from .engines.base import Engine
 from .errors import ChatgateError
+from .names import API_RESERVED
+from .pipeline import judge_step, preflight
 from .report import StepReport, render_html, render_text
 from .rules import DEFAULT_ROLES, ChatCheck, ChatFormat, RowCheck, dataset_checks
 from .rules.spec import format_of
 from .selectors import Column, Selector, resolve_columns
 from .steps import ASSERTION_TYPE, DATASET_ASSERTION_TYPE, DEFAULT_DIMENSION, Step
 from .thresholds import Actions, Thresholds, normalize_thresholds, run_actions
-
-ROW_NUMBER_COLUMN = "_row_num_"
-RESERVED_COLUMNS = (ROW_NUMBER_COLUMN, REASON_COLUMN)
-"""Columns the results add: a table that already has one can't be validated as it is."""
 
 
 @dataclass
@@ -285,17 +283,10 @@ class Validate:
                 if step.segment[0] not in columns:
                     raise ChatgateError(f"the segment column {step.segment[0]!r} isn't in the table")
                 table = self.engine.filter_equal(table, *step.segment)
-            missing = [c for c in step.check.columns if c not in columns]
-            if missing:
-                raise ChatgateError(f"column {missing[0]!r} isn't in the table (columns: {columns})")
-            clash = [c for c in RESERVED_COLUMNS if c in columns]
-            if clash:
-                raise ChatgateError(
-                    f"the table already has a column {clash[0]!r}, which chatgate adds to its "
-                    "results: rename or drop it (pre= can do that)"
-                )
+            preflight(step.check, columns, API_RESERVED)
             step.column_number = columns.index(step.check.columns[0]) + 1
-            step.judged = self.engine.judge_check(table, step.check, dedup=step.dedup)
+            outcome = judge_step(self.engine, table, step.check, dedup=step.dedup, thresholds=step.thresholds)
+            step.judged, step.levels = outcome.judged, outcome.levels
         except ChatgateError as exc:
             step.eval_error = str(exc)
             return
@@ -304,7 +295,6 @@ class Validate:
             return
         finally:
             step.seconds = time.perf_counter() - started
-        step.levels = step.thresholds.reached(failed=step.failed, units=step.units)
         if step.levels and step.actions is not None:
             run_actions(
                 step.actions,

@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..errors import ChatgateError
+from ..names import REASON
 from ..rules import ChatCheck, ChatFormat, RowCheck, reason_rank
 
 Dedup = Literal["auto", "on", "off"]
-REASON_COLUMN = "pb_reason_"
+REASON_COLUMN = REASON
 
 AUTO_SAMPLE_ROWS = 20_000
 """dedup="auto" decides from this many rows, the first the engine reads (its first files).

@@ -15,11 +15,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..names import ROW_NUMBER
 from ..rules import RowCheck
 from ..rules.values import is_missing
 from .base import REASON_COLUMN, Dedup, Engine, Judged, ordered_reasons
 
-ROW_NUMBER_COLUMN = "_row_num_"
+ROW_NUMBER_COLUMN = ROW_NUMBER
 
 
 def _kind(table: Any) -> str | None:

@@ -9,28 +9,12 @@ from datetime import datetime
 import pyarrow as pa
 
 from ..engines.base import Judged
+from ..names import CHECKED_AT, COLUMN, REASON, RUN_ID, STEP, STEP_REASON_PREFIX
 
-# Columns the job adds to quarantined rows. A source that already has one is refused.
-REASON = "pb_reason_"
-STEP = "pb_step_"
-COLUMN = "pb_column_"
-RUN_ID = "pb_run_id_"
-CHECKED_AT = "pb_checked_at_"
-RESERVED = (REASON, STEP, COLUMN, RUN_ID, CHECKED_AT)
-STEP_REASON_PREFIX = "__pb_reason_"
-"""The job's working column of step n is STEP_REASON_PREFIX + n; a source can't have one either."""
+__all__ = ["CHECKED_AT", "COLUMN", "REASON", "RUN_ID", "STEP", "STEP_REASON_PREFIX"]
 
 SUMMARY_RUN_ID = "run_id"
 """The summary's run id column: a run is complete once its summary rows exist."""
-
-
-def reserved_clash(columns: list[str]) -> str | None:
-    """The first of `columns` that chatgate adds itself, compared as engines do: ignoring case."""
-    reserved = {name.lower() for name in RESERVED}
-    for name in columns:
-        if name.lower() in reserved or name.lower().startswith(STEP_REASON_PREFIX):
-            return name
-    return None
 
 
 SUMMARY_SCHEMA = pa.schema(

@@ -23,19 +23,12 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, TypeVar
 
-from ..errors import ConfigError, SourceError
+from ..names import JOB_RESERVED
+from ..pipeline import judge_step, preflight
 from ..rules import RowCheck
 from .backend import JobBackend, schema_mismatch
 from .config import JobConfig
-from .outputs import (
-    RUN_ID,
-    STEP_REASON_PREFIX,
-    SUMMARY_RUN_ID,
-    SUMMARY_SCHEMA,
-    StepResult,
-    reserved_clash,
-    summary_table,
-)
+from .outputs import RUN_ID, STEP_REASON_PREFIX, SUMMARY_RUN_ID, SUMMARY_SCHEMA, StepResult, summary_table
 
 log = logging.getLogger("chatgate.job")
 
@@ -102,7 +95,8 @@ def run(config: JobConfig, backend: JobBackend | None = None) -> RunResult:
     table, source_version = backend.open_source(config.source, config.source_version)
     source_columns = backend.engine.columns(table)
     checks = row_checks(config, source_columns)
-    _check_source_columns(config, checks, source_columns)
+    for check in checks:
+        preflight(check, source_columns, JOB_RESERVED, prefix=STEP_REASON_PREFIX, table=f"the source {config.source!r}")
 
     annotated = table
     results: list[StepResult] = []
@@ -111,7 +105,10 @@ def run(config: JobConfig, backend: JobBackend | None = None) -> RunResult:
         reason_column = f"{STEP_REASON_PREFIX}{n}"
         column = ", ".join(check.columns)
         log.info("step %d: checking %s", n, column)
-        judged = backend.engine.judge_check(annotated, check, dedup=config.dedup, reason_column=reason_column)
+        outcome = judge_step(
+            backend.engine, annotated, check, dedup=config.dedup, thresholds=config.thresholds, reason_column=reason_column
+        )
+        judged = outcome.judged
         annotated = judged.annotated
         reason_columns.append(reason_column)
         results.append(
@@ -120,7 +117,7 @@ def run(config: JobConfig, backend: JobBackend | None = None) -> RunResult:
                 column=column,
                 assertion=check.describe(),
                 judged=judged,
-                levels=config.thresholds.reached(failed=judged.failed, units=judged.units),
+                levels=outcome.levels,
                 parameters={**check.as_dict(), "dedup": config.dedup},
             )
         )
@@ -161,21 +158,6 @@ def row_checks(config: JobConfig, source_columns: list[str]) -> list[RowCheck]:
     """The checks of a run, in step order: the dataset type's first, then each chat column's."""
     dataset = config.dataset.checks(source_columns) if config.dataset else []
     return dataset + [step.check() for step in config.steps]
-
-
-def _check_source_columns(config: JobConfig, checks: list[RowCheck], columns: list[str]) -> None:
-    clash = reserved_clash(columns)
-    if clash:
-        raise SourceError(
-            f"the source has a column {clash!r}, a name chatgate adds to its outputs "
-            "(compared ignoring case); rename it before checking this table"
-        )
-    for check in checks:
-        for column in check.columns:
-            if column not in columns:
-                raise ConfigError(
-                    f"column {column!r} isn't in the source {config.source!r}; its columns are {columns}"
-                )
 
 
 def _check_targets(backend: JobBackend, outputs: list[_Output], summary: str) -> None:

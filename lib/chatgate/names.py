@@ -1,0 +1,38 @@
+"""The column names chatgate adds to tables, declared once; a source can't already have one.
+
+Engines compare names ignoring case (Spark and DuckDB do by default), so the
+clash check does too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+REASON = "pb_reason_"
+"""The problem code of a row (null where it passes)."""
+
+ROW_NUMBER = "_row_num_"
+"""The 1-based row number of a failing row in the API's extracts."""
+
+STEP = "pb_step_"
+COLUMN = "pb_column_"
+RUN_ID = "pb_run_id_"
+CHECKED_AT = "pb_checked_at_"
+
+STEP_REASON_PREFIX = "__pb_reason_"
+"""The job's working column of step n is STEP_REASON_PREFIX + n."""
+
+API_RESERVED = (ROW_NUMBER, REASON)
+"""What the API's results add."""
+
+JOB_RESERVED = (REASON, STEP, COLUMN, RUN_ID, CHECKED_AT)
+"""What the job's outputs add (and its working columns, by prefix)."""
+
+
+def reserved_clash(columns: Iterable[str], reserved: Iterable[str], prefix: str | None = None) -> str | None:
+    """The first of `columns` that is one of `reserved` (or starts with `prefix`), ignoring case."""
+    taken = {name.lower() for name in reserved}
+    for name in columns:
+        if name.lower() in taken or (prefix is not None and name.lower().startswith(prefix)):
+            return name
+    return None
