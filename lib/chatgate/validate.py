@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from typing import Any, Literal
 
 from .engines import engine_for
-from .engines.base import Engine
+from .engines.base import Dedup, Engine, check_dedup
 from .errors import ChatgateError
 from .names import API_RESERVED
 from .pipeline import judge_step, preflight
@@ -96,7 +96,7 @@ class Validate:
         active: bool | Callable = True,
         dimension: str | None = None,
         *,
-        dedup: Literal["auto", "on", "off"] = "auto",
+        dedup: Dedup = "auto",
         tools: bool = False,
         harmony: bool = False,
         thinking_key: str | None = None,
@@ -138,7 +138,7 @@ class Validate:
         brief: str | bool | None = None,
         active: bool | Callable = True,
         dimension: str | None = None,
-        dedup: Literal["auto", "on", "off"] = "auto",
+        dedup: Dedup = "auto",
         **chat_options: Any,
     ) -> Validate:
         """Check the rows of a TRL dataset type (detected from the columns when not named).
@@ -173,8 +173,7 @@ class Validate:
             raise TypeError(f"pre= must be a callable that takes and returns a table, not {pre!r}")
         if not (isinstance(active, bool) or callable(active)):
             raise TypeError(f"active= must be True, False or a callable, not {active!r}")
-        if dedup not in ("auto", "on", "off"):
-            raise ValueError(f"dedup= must be 'auto', 'on' or 'off', not {dedup!r}")
+        check_dedup(dedup)
         if actions is not None and not isinstance(actions, Actions):
             raise TypeError(f"actions= must be an Actions object, not {type(actions).__name__}")
         if dimension is not None and not isinstance(dimension, str):

@@ -11,13 +11,21 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from ..errors import ChatgateError
 from ..names import REASON
 from ..rules import ChatCheck, ChatFormat, RowCheck, reason_rank
 
 Dedup = Literal["auto", "on", "off"]
+DEDUP_MODES: tuple[Dedup, ...] = get_args(Dedup)
+
+
+def check_dedup(dedup: object) -> Dedup:
+    """`dedup` when it is one of DEDUP_MODES; ValueError naming them otherwise."""
+    if dedup not in DEDUP_MODES:
+        raise ValueError(f"dedup= must be one of {list(DEDUP_MODES)}, not {dedup!r}")
+    return dedup  # type: ignore[return-value]
 REASON_COLUMN = REASON
 
 AUTO_SAMPLE_ROWS = 20_000

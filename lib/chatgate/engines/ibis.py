@@ -264,8 +264,7 @@ class IbisEngine(Engine):
             raise TypeError(f"IbisEngine judges Ibis tables, not {type(table).__name__}")
         if not isinstance(check, RowCheck):
             raise TypeError(f"check must be a RowCheck, not {type(check).__name__}")
-        if dedup not in ("auto", "on", "off"):
-            raise ValueError(f"dedup= must be 'auto', 'on' or 'off', not {dedup!r}")
+        base.check_dedup(dedup)
         columns = tuple(dict.fromkeys(check.columns))
         if not columns:
             raise ValueError(f"the check {check.describe()!r} reads no column")

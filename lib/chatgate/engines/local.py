@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from ..names import ROW_NUMBER
 from ..rules import RowCheck
 from ..rules.values import is_missing
-from .base import REASON_COLUMN, Dedup, Engine, Judged, ordered_reasons
+from .base import REASON_COLUMN, Dedup, Engine, Judged, check_dedup, ordered_reasons
 
 ROW_NUMBER_COLUMN = ROW_NUMBER
 
@@ -54,8 +54,7 @@ class LocalEngine(Engine):
         dedup: Dedup = "auto",
         reason_column: str = REASON_COLUMN,
     ) -> Judged:
-        if dedup not in ("auto", "on", "off"):
-            raise ValueError(f"dedup= must be 'auto', 'on' or 'off', not {dedup!r}")
+        check_dedup(dedup)
         columns = list(dict.fromkeys(check.columns))
         arrays = {c: column_as_arrow(table, c, exact=True) for c in columns}
         judged = None if dedup == "off" else _check_distinct(arrays, check)

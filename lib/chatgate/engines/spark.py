@@ -84,7 +84,6 @@ VALUE, REASON, COUNT = "__chatgate_value__", "__chatgate_reason__", "__chatgate_
 ROW = "__chatgate_row__"
 _BATCH_CONF = "spark.sql.execution.arrow.maxRecordsPerBatch"
 _LARGE_VAR_CONF = "spark.sql.execution.arrow.useLargeVarTypes"
-_DEDUP_MODES = ("auto", "on", "off")
 
 
 class SparkEngine(Engine):
@@ -433,8 +432,7 @@ def _check_arguments(
     table: DataFrame, check: RowCheck, dedup: str, reason_column: str
 ) -> tuple[str, ...]:
     """The check's columns, each once, after checking every argument (no Spark job)."""
-    if dedup not in _DEDUP_MODES:
-        raise ValueError(f"dedup= must be one of {list(_DEDUP_MODES)}, not {dedup!r}")
+    base.check_dedup(dedup)
     if not isinstance(check, RowCheck):
         raise TypeError(f"check= must be a RowCheck, not {type(check).__name__}")
     names = tuple(dict.fromkeys(check.columns))

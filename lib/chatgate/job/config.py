@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from ..engines.base import DEDUP_MODES
 from ..errors import ConfigError
 from ..rules import (
     DATASET_TYPES,
@@ -29,7 +30,6 @@ from ..rules import (
 from ..thresholds import Thresholds
 
 ENGINES = ("duckdb", "spark")
-DEDUP_MODES = ("auto", "on", "off")
 _CHECK_KEYS = tuple(f.name for f in fields(ChatFormat))
 RUN_ID_MAX_LENGTH = 250
 
