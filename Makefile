@@ -51,9 +51,15 @@ bench: setup jars ## Benchmark the jobs against the baselines at 1M rows
 bench-large: setup jars ## Benchmark at 5M rows (30% duplicates, one run: for scale and memory)
 	$(PY) -m bench.run --rows 5000000 --dups 0.3 --repeats 1
 
-lint: setup ## Lint with ruff
-	$(PY) -m pip install --quiet ruff
+LINT_STAMP := $(VENV)/.lint-installed
+
+$(LINT_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet 'ruff>=0.8' 'mypy>=1.13' pandas-stubs types-PyYAML
+	touch $@
+
+lint: $(LINT_STAMP) ## Lint with ruff (style, complexity <= 15) and mypy (strict on lib/)
 	$(VENV)/bin/ruff check lib tests jobs bench
+	$(VENV)/bin/mypy
 
 DIST_VENV := build/dist-venv
 

@@ -29,7 +29,7 @@ class ChatgateLevelReached(RuntimeError):
     """A step reached its error or critical level; the message is the run's summary."""
 
 
-def run_chatgate(config: str | None = None, *, fail_on_error: bool = True, **overrides: Any) -> dict:
+def run_chatgate(config: str | None = None, *, fail_on_error: bool = True, **overrides: Any) -> dict[str, Any]:
     """Run the job from a YAML config and flag-named overrides; return what it found.
 
     The overrides are the job's flags with underscores (`columns=["messages"]`,

@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import __version__
+from .engines.base import DEDUP_MODES
 from .errors import ChatgateError, ConfigError
-from .job.config import DEDUP_MODES, ENGINES, load_config
+from .job.config import ENGINES, load_config
 
 EXIT_USAGE = 2  # a bad flag, config key or column, as argparse does
 EXIT_FAILURE = 1  # the job itself failed: unreadable source, write error, ...

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from ..engines.base import DEDUP_MODES
+from ..engines.base import DEDUP_MODES, Dedup
 from ..errors import ConfigError
 from ..rules import (
     DATASET_TYPES,
@@ -91,7 +91,7 @@ class JobConfig:
     engine: str = "duckdb"
     run_id: str = ""
     thresholds: Thresholds = field(default_factory=Thresholds)
-    dedup: str = "auto"
+    dedup: Dedup = "auto"
     source_version: int | None = None
 
     def __post_init__(self) -> None:
@@ -221,11 +221,15 @@ def _source_version(value: Any) -> int | None:
     return int(text)
 
 
-def _dedup(value: Any) -> str:
+def _dedup(value: Any) -> Dedup:
     # YAML reads a bare `on`/`off` as true/false; they mean what they say.
     if isinstance(value, bool):
         return "on" if value else "off"
-    return "auto" if value is None else value
+    if value is None:
+        return "auto"
+    if value not in DEDUP_MODES:
+        raise ConfigError(f"dedup: {value!r} isn't one of {list(DEDUP_MODES)}")
+    return value
 
 
 def _mapping(value: Any, key: str) -> dict[str, Any]:

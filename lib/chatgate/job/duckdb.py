@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 import ibis
@@ -35,7 +36,17 @@ class DuckDBJobBackend(JobBackend):
         except (FileNotFoundError, ValueError, OSError) as exc:
             raise SourceError(f"can't read the source {source!r}: {exc}") from None
 
-    def quarantine_rows(self, annotated, reason_column, source_columns, *, step, column, run_id, checked_at):
+    def quarantine_rows(
+        self,
+        annotated: Any,
+        reason_column: str,
+        source_columns: list[str],
+        *,
+        step: int,
+        column: str,
+        run_id: str,
+        checked_at: datetime,
+    ) -> Any:
         failing = annotated.filter(annotated[reason_column].notnull())
         return failing.select(
             *[failing[c] for c in source_columns],
@@ -46,7 +57,7 @@ class DuckDBJobBackend(JobBackend):
             ibis.literal(checked_at, type="timestamp('UTC')").name(CHECKED_AT),
         )
 
-    def valid_rows(self, annotated, reason_columns, source_columns, *, run_id):
+    def valid_rows(self, annotated: Any, reason_columns: list[str], source_columns: list[str], *, run_id: str) -> Any:
         passing = annotated
         for reason_column in reason_columns:
             passing = passing.filter(passing[reason_column].isnull())
@@ -54,7 +65,7 @@ class DuckDBJobBackend(JobBackend):
             *[passing[c] for c in source_columns], ibis.literal(run_id, type="string").name(RUN_ID)
         )
 
-    def union(self, tables):
+    def union(self, tables: list[Any]) -> Any:
         return tables[0] if len(tables) == 1 else ibis.union(*tables)
 
     def columns_of(self, table: Any) -> list[str]:
@@ -66,13 +77,13 @@ class DuckDBJobBackend(JobBackend):
         table = _delta_table(target)
         return None if table is None else [f.name for f in table.schema().fields]
 
-    def replace_run(self, table, target, run_id_column, run_id) -> int:
+    def replace_run(self, table: Any, target: str, run_id_column: str, run_id: str) -> int:
         return self._write(record_batches(table, chunk_size=WRITE_CHUNK_ROWS), target, run_id_column, run_id)
 
-    def write_arrow(self, rows: pa.Table, target, run_id_column, run_id) -> None:
+    def write_arrow(self, rows: pa.Table, target: str, run_id_column: str, run_id: str) -> None:
         self._write(rows.to_reader(), target, run_id_column, run_id)
 
-    def _write(self, reader: pa.RecordBatchReader, target, run_id_column, run_id) -> int:
+    def _write(self, reader: pa.RecordBatchReader, target: str, run_id_column: str, run_id: str) -> int:
         reader, counter = _counted(reader)
         tagged = CommitProperties(custom_metadata=commit_metadata(run_id))
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import pyarrow as pa
 
@@ -50,7 +51,7 @@ class StepResult:
     assertion: str
     judged: Judged
     levels: list[str]
-    parameters: dict
+    parameters: dict[str, Any]
 
 
 def summary_table(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import datetime
 from functools import reduce
 from typing import Any
 
@@ -102,7 +103,17 @@ class SparkJobBackend(JobBackend):
 
     # -- shaping ----------------------------------------------------------------
 
-    def quarantine_rows(self, annotated, reason_column, source_columns, *, step, column, run_id, checked_at):
+    def quarantine_rows(
+        self,
+        annotated: DataFrame,
+        reason_column: str,
+        source_columns: list[str],
+        *,
+        step: int,
+        column: str,
+        run_id: str,
+        checked_at: datetime,
+    ) -> DataFrame:
         failing = annotated.filter(column_ref(reason_column).isNotNull())
         return failing.select(
             *[column_ref(c) for c in source_columns],
@@ -113,13 +124,15 @@ class SparkJobBackend(JobBackend):
             F.lit(checked_at).cast("timestamp").alias(CHECKED_AT),
         )
 
-    def valid_rows(self, annotated, reason_columns, source_columns, *, run_id):
+    def valid_rows(
+        self, annotated: DataFrame, reason_columns: list[str], source_columns: list[str], *, run_id: str
+    ) -> DataFrame:
         passing = annotated
         for reason_column in reason_columns:
             passing = passing.filter(column_ref(reason_column).isNull())
         return passing.select(*[column_ref(c) for c in source_columns], F.lit(run_id).alias(RUN_ID))
 
-    def union(self, tables):
+    def union(self, tables: list[DataFrame]) -> DataFrame:
         return reduce(DataFrame.unionByName, tables)
 
     def columns_of(self, table: DataFrame) -> list[str]:
@@ -127,7 +140,7 @@ class SparkJobBackend(JobBackend):
 
     # -- writing ----------------------------------------------------------------
 
-    def _delta(self, target: str):
+    def _delta(self, target: str) -> Any:
         from delta.tables import DeltaTable
 
         if is_path(target):
@@ -157,7 +170,7 @@ class SparkJobBackend(JobBackend):
         table = self._delta(target)
         return None if table is None else list(table.toDF().columns)
 
-    def replace_run(self, table: DataFrame, target, run_id_column, run_id) -> int:
+    def replace_run(self, table: DataFrame, target: str, run_id_column: str, run_id: str) -> int:
         metadata = commit_metadata(run_id)
         writer = table.write.format("delta").option("userMetadata", commit_metadata_json(metadata))
         if self._delta(target) is None:
@@ -184,7 +197,7 @@ class SparkJobBackend(JobBackend):
         metrics = (mine[0] if mine else None) or {}
         return int(metrics.get("numOutputRows", 0))
 
-    def write_arrow(self, rows: pa.Table, target, run_id_column, run_id) -> None:
+    def write_arrow(self, rows: pa.Table, target: str, run_id_column: str, run_id: str) -> None:
         self.replace_run(self.spark.createDataFrame(rows), target, run_id_column, run_id)
 
     def delete_run(self, target: str, run_id_column: str, run_id: str) -> None:

@@ -49,7 +49,9 @@ def format_summary(result: RunResult) -> str:
     return "\n".join(lines)
 
 
-def _rows(n: int) -> str:
+def _rows(n: int | None) -> str:
+    if n is None:
+        return "-"
     return f"{n:,} row" if n == 1 else f"{n:,} rows"
 
 
