@@ -129,6 +129,7 @@ class StepReport:
             return f"Report for Validation Step {s.i} ✗ {s.eval_error}"
         if not s.evaluated:
             return f"Report for Validation Step {s.i}: inactive, not evaluated"
+        assert s.failed is not None  # an evaluated step has a count
         mark = "✓" if s.failed == 0 else "✗"
         shown = min(s.failed, self.limit)
         extract = (

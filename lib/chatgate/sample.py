@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable
+from typing import Any
 
 import pyarrow as pa
 
@@ -28,7 +29,7 @@ def _text(rng: random.Random, words: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(words)).capitalize() + "."
 
 
-def good_conversation(rng: random.Random, *, mean_words: int = 40) -> list[dict]:
+def good_conversation(rng: random.Random, *, mean_words: int = 40) -> list[dict[str, Any]]:
     """A well-formed conversation: an optional system message, then user/assistant turns."""
     messages = []
     if rng.random() < 0.6:
@@ -40,12 +41,12 @@ def good_conversation(rng: random.Random, *, mean_words: int = 40) -> list[dict]
     return messages
 
 
-def _first_turn(messages: list[dict]) -> int:
+def _first_turn(messages: list[dict[str, Any]]) -> int:
     return 1 if messages[0]["role"] == "system" else 0
 
 
 # Each defect turns a good conversation into JSON text with one known problem.
-DEFECTS: dict[str, Callable[[random.Random, list[dict]], str]] = {
+DEFECTS: dict[str, Callable[[random.Random, list[dict[str, Any]]], str]] = {
     "not_messages": lambda rng, m: rng.choice(['{"text": "hello"}', "not json", '"[]"', "42", "null"]),
     "no_messages": lambda rng, m: rng.choice(["[]", '{"messages": []}']),
     "bad_message": lambda rng, m: json.dumps(m[:-1] + [{"content": m[-1]["content"]}]),

@@ -71,7 +71,7 @@ def col(target: str | Selector) -> Column:
     return Column(target)
 
 
-def resolve_columns(columns, available: list[str]) -> list[str]:
+def resolve_columns(columns: object, available: list[str]) -> list[str]:
     """The column names that `columns=` names, in order, without repeats."""
     if isinstance(columns, (str, Selector, Column)):
         columns = [columns]

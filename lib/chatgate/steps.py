@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .engines.base import Judged
+from .engines.base import Dedup, Judged
 from .rules import DEFAULT_ROLES, ChatCheck, ChatFormat, RowCheck, phrase
 from .thresholds import Actions, Thresholds
 
@@ -29,12 +29,12 @@ class Step:
     fmt: ChatFormat
     thresholds: Thresholds
     actions: Actions | None = None
-    brief: str | None = None
-    pre: Callable | None = None
+    brief: str | bool | None = None
+    pre: Callable[[Any], Any] | None = None
     segment: tuple[str, Any] | None = None
     active: bool = True
     dimension: str = DEFAULT_DIMENSION
-    dedup: str = "auto"
+    dedup: Dedup = "auto"
     check: RowCheck | None = None
     assertion_type: str = ASSERTION_TYPE
     # Filled in by interrogate():
@@ -48,6 +48,12 @@ class Step:
     def __post_init__(self) -> None:
         if self.check is None:
             self.check = ChatCheck(self.column, self.fmt)
+
+    @property
+    def row_check(self) -> RowCheck:
+        """`check`, which `__post_init__` always sets."""
+        assert self.check is not None
+        return self.check
 
     @property
     def short_type(self) -> str:
@@ -77,7 +83,11 @@ class Step:
 
     @property
     def f_passed(self) -> float | None:
-        return None if self.f_failed is None else (1.0 - self.f_failed if self.judged.units else 1.0)
+        f_failed = self.f_failed
+        if f_failed is None:
+            return None
+        assert self.judged is not None  # f_failed is None without it
+        return 1.0 - f_failed if self.judged.units else 1.0
 
     @property
     def reasons(self) -> dict[str, int]:
@@ -85,7 +95,7 @@ class Step:
 
     def assertion(self) -> str:
         """'messages is a chat of {system, user, assistant}', or what the check says of itself."""
-        return self.check.describe()
+        return self.row_check.describe()
 
     def values_text(self) -> str:
         """The VALUES cell, such as 'CHAT ALTERNATING LAST: ASSISTANT'."""
@@ -122,7 +132,7 @@ class Step:
 
     def auto_brief(self) -> str:
         if not isinstance(self.check, ChatCheck):
-            return f"Expect that {self.check.describe()}."
+            return f"Expect that {self.row_check.describe()}."
         brief = f"Expect that values in `{self.column}` are well-formed chat conversations"
         if self.fmt.last_role:
             brief += f" ending with {self.fmt.last_role}"

@@ -7,7 +7,7 @@ import numbers
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 LEVELS: tuple[str, ...] = ("warning", "error", "critical")
 
@@ -80,7 +80,7 @@ def normalize_thresholds(value: Any) -> Thresholds:
     if isinstance(value, Thresholds):
         return value
     if isinstance(value, (bool, numbers.Real)):
-        return Thresholds(warning=value)
+        return Thresholds(warning=cast(Any, value))  # a Real: __post_init__ makes it an int or a float
     if isinstance(value, tuple):
         if len(value) > 3:
             raise ValueError(f"thresholds= as a tuple holds at most 3 levels, not {len(value)}")
@@ -126,7 +126,7 @@ class Actions:
         return all(not _as_list(getattr(self, name)) for name in (*LEVELS, "default"))
 
 
-def _as_list(value: Any) -> list:
+def _as_list(value: Any) -> list[Any]:
     if value is None:
         return []
     return list(value) if isinstance(value, (list, tuple)) else [value]
@@ -176,7 +176,7 @@ def fill_template(template: str, context: dict[str, Any]) -> str:
     )
 
 
-def _accepted(func: Callable, context: dict[str, Any]) -> dict[str, Any]:
+def _accepted(func: Callable[..., Any], context: dict[str, Any]) -> dict[str, Any]:
     """Callables may take no argument, or any of the context names as keywords."""
     import inspect
 

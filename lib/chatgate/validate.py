@@ -32,14 +32,14 @@ class _Directive:
     columns: Any
     fmt: ChatFormat
     make_check: Callable[[str], RowCheck]
-    pre: Callable | None
+    pre: Callable[[Any], Any] | None
     segments: Any
     thresholds: Thresholds | None
     actions: Actions | None
     brief: str | bool | None
-    active: bool | Callable
+    active: bool | Callable[[Any], Any]
     dimension: str
-    dedup: str
+    dedup: Dedup
     assertion_type: str = ASSERTION_TYPE
 
 
@@ -88,12 +88,12 @@ class Validate:
         role_key: str = "role",
         content_key: str = "content",
         na_pass: bool = False,
-        pre: Callable | None = None,
+        pre: Callable[[Any], Any] | None = None,
         segments: Any = None,
         thresholds: Any = None,
         actions: Actions | None = None,
         brief: str | bool | None = None,
-        active: bool | Callable = True,
+        active: bool | Callable[[Any], Any] = True,
         dimension: str | None = None,
         *,
         dedup: Dedup = "auto",
@@ -131,12 +131,12 @@ class Validate:
         format: Literal["auto", "conversational", "standard"] = "auto",
         tools_column: str | None = "tools",
         images_column: str | None = "images",
-        pre: Callable | None = None,
+        pre: Callable[[Any], Any] | None = None,
         segments: Any = None,
         thresholds: Any = None,
         actions: Actions | None = None,
         brief: str | bool | None = None,
-        active: bool | Callable = True,
+        active: bool | Callable[[Any], Any] = True,
         dimension: str | None = None,
         dedup: Dedup = "auto",
         **chat_options: Any,
@@ -158,14 +158,29 @@ class Validate:
         )
         for check in checks:
             fmt = getattr(check, "fmt", ChatFormat())
+
+            def make_check(_name: str, check: RowCheck = check) -> RowCheck:
+                return check
+
             self._add(
-                [", ".join(check.columns)], fmt, lambda _name, check=check: check, pre, segments,
+                [", ".join(check.columns)], fmt, make_check, pre, segments,
                 thresholds, actions, brief, active, dimension, dedup, DATASET_ASSERTION_TYPE,
             )
         return self
 
     def _add(
-        self, columns, fmt, make_check, pre, segments, thresholds, actions, brief, active, dimension, dedup,
+        self,
+        columns: Any,
+        fmt: ChatFormat,
+        make_check: Callable[[str], RowCheck],
+        pre: Callable[[Any], Any] | None,
+        segments: Any,
+        thresholds: Any,
+        actions: Actions | None,
+        brief: str | bool | None,
+        active: bool | Callable[[Any], Any],
+        dimension: str | None,
+        dedup: Dedup,
         assertion_type: str = ASSERTION_TYPE,
     ) -> Validate:
         """Check what every step method shares, then record the directive."""
@@ -235,7 +250,7 @@ class Validate:
                 segments = self._segments(d.segments)
             except Exception as exc:  # noqa: BLE001 - a segment column that isn't there, ...
                 error = f"segments= couldn't be resolved: {_describe(exc)}"
-        out = []
+        out: list[Step] = []
         for column in columns:
             for segment in segments:
                 step = Step(
@@ -282,9 +297,11 @@ class Validate:
                 if step.segment[0] not in columns:
                     raise ChatgateError(f"the segment column {step.segment[0]!r} isn't in the table")
                 table = self.engine.filter_equal(table, *step.segment)
-            preflight(step.check, columns, API_RESERVED)
-            step.column_number = columns.index(step.check.columns[0]) + 1
-            outcome = judge_step(self.engine, table, step.check, dedup=step.dedup, thresholds=step.thresholds)
+            preflight(step.row_check, columns, API_RESERVED)
+            step.column_number = columns.index(step.row_check.columns[0]) + 1
+            outcome = judge_step(
+                self.engine, table, step.row_check, dedup=step.dedup, thresholds=step.thresholds
+            )
             step.judged, step.levels = outcome.judged, outcome.levels
         except ChatgateError as exc:
             step.eval_error = str(exc)
@@ -321,7 +338,7 @@ class Validate:
         if self.time_start is None:
             raise ChatgateError("call .interrogate() first: the plan hasn't been run")
 
-    def _per_step(self, value: Callable[[Step], Any], i: int | list[int] | None, scalar: bool):
+    def _per_step(self, value: Callable[[Step], Any], i: int | list[int] | None, scalar: bool) -> Any:
         """`value` of each step asked for (all by default): a dict, or one value with scalar=True."""
         self._require_interrogated()
         wanted = [s.i for s in self.steps] if i is None else ([i] if isinstance(i, int) else list(i))
@@ -332,30 +349,30 @@ class Validate:
             return next(iter(values.values()))
         return values
 
-    def n(self, i=None, scalar: bool = False):
+    def n(self, i: int | list[int] | None = None, scalar: bool = False) -> Any:
         """Test units (rows) per step."""
         return self._per_step(lambda s: s.units, i, scalar)
 
-    def n_passed(self, i=None, scalar: bool = False):
+    def n_passed(self, i: int | list[int] | None = None, scalar: bool = False) -> Any:
         return self._per_step(lambda s: s.passed, i, scalar)
 
-    def n_failed(self, i=None, scalar: bool = False):
+    def n_failed(self, i: int | list[int] | None = None, scalar: bool = False) -> Any:
         return self._per_step(lambda s: s.failed, i, scalar)
 
-    def f_passed(self, i=None, scalar: bool = False):
+    def f_passed(self, i: int | list[int] | None = None, scalar: bool = False) -> Any:
         return self._per_step(lambda s: s.f_passed, i, scalar)
 
-    def f_failed(self, i=None, scalar: bool = False):
+    def f_failed(self, i: int | list[int] | None = None, scalar: bool = False) -> Any:
         return self._per_step(lambda s: s.f_failed, i, scalar)
 
-    def warning(self, i=None, scalar: bool = False):
+    def warning(self, i: int | list[int] | None = None, scalar: bool = False) -> Any:
         """Whether each step reached its warning level."""
         return self._per_step(lambda s: "warning" in s.levels, i, scalar)
 
-    def error(self, i=None, scalar: bool = False):
+    def error(self, i: int | list[int] | None = None, scalar: bool = False) -> Any:
         return self._per_step(lambda s: "error" in s.levels, i, scalar)
 
-    def critical(self, i=None, scalar: bool = False):
+    def critical(self, i: int | list[int] | None = None, scalar: bool = False) -> Any:
         return self._per_step(lambda s: "critical" in s.levels, i, scalar)
 
     def all_passed(self) -> bool:
@@ -378,7 +395,7 @@ class Validate:
         step = self._step(i)
         return StepReport(step, self._extract(step), self.engine, limit=limit)
 
-    def get_data_extracts(self, i: int | None = None, frame: bool = False):
+    def get_data_extracts(self, i: int | None = None, frame: bool = False) -> Any:
         """The failing rows with `_row_num_` and `pb_reason_`: a frame of the input's own kind.
 
         A dict of step number to frame, or the frame itself with `frame=True` and one step.
@@ -392,14 +409,14 @@ class Validate:
             return next(iter(extracts.values()))
         return extracts
 
-    def _extract(self, step: Step):
-        if not step.evaluated:
+    def _extract(self, step: Step) -> Any:
+        if step.judged is None:  # not evaluated
             return None
         if step.extract is None:
             step.extract = self.engine.extract(step.judged)
         return step.extract
 
-    def get_sundered_data(self, type: Literal["pass", "fail"] = "pass"):
+    def get_sundered_data(self, type: Literal["pass", "fail"] = "pass") -> Any:
         """The rows that pass every step (type="pass") or fail at least one (type="fail").
 
         Steps with pre= or segments= judge other tables, so they are left out.
@@ -408,7 +425,7 @@ class Validate:
         if type not in ("pass", "fail"):
             raise ValueError(f"type= must be 'pass' or 'fail', not {type!r}")
         steps = [s for s in self.steps if s.evaluated and s.pre is None and s.segment is None]
-        return self.engine.sunder(self.data, [(s.check, s.dedup) for s in steps], type)
+        return self.engine.sunder(self.data, [(s.row_check, s.dedup) for s in steps], type)
 
     def get_health(self) -> dict[str, float]:
         """The fraction of passing units, overall and per dimension (evaluated steps only)."""
@@ -416,7 +433,9 @@ class Validate:
         scores: dict[str, list[float]] = {}
         for s in self.steps:
             if s.evaluated:
-                scores.setdefault(s.dimension, []).append(s.f_passed)
+                f_passed = s.f_passed
+                assert f_passed is not None  # an evaluated step has one
+                scores.setdefault(s.dimension, []).append(f_passed)
         per = {d: sum(v) / len(v) for d, v in scores.items()}
         overall = sum(per.values()) / len(per) if per else 1.0
         return {"overall": overall, **per}
@@ -443,7 +462,7 @@ def _check_brief(brief: Any) -> Any:
     return brief
 
 
-def _check_segments(spec: Any) -> list:
+def _check_segments(spec: Any) -> list[Any]:
     """The items of segments=, each a column name or a (column, values) tuple; TypeError otherwise."""
     if spec is None:
         return []
@@ -474,12 +493,12 @@ def _describe(exc: BaseException) -> str:
     return str(exc) if isinstance(exc, ChatgateError) else f"{type(exc).__name__}: {exc}"
 
 
-def _step_json(s: Step) -> dict:
+def _step_json(s: Step) -> dict[str, Any]:
     return {
         "i": s.i,
         "assertion_type": s.assertion_type,
         "column": s.column,
-        "values": s.check.as_dict(),
+        "values": s.row_check.as_dict(),
         "pre": s.pre is not None,
         "segments": None if s.segment is None else list(s.segment),
         "thresholds": s.thresholds.as_dict(),

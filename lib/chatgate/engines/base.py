@@ -25,7 +25,7 @@ def check_dedup(dedup: object) -> Dedup:
     """`dedup` when it is one of DEDUP_MODES; ValueError naming them otherwise."""
     if dedup not in DEDUP_MODES:
         raise ValueError(f"dedup= must be one of {list(DEDUP_MODES)}, not {dedup!r}")
-    return dedup  # type: ignore[return-value]
+    return dedup
 REASON_COLUMN = REASON
 
 AUTO_SAMPLE_ROWS = 20_000
@@ -41,7 +41,7 @@ picks "off": force dedup="on" for such tables.
 """
 
 
-def repeats_share(keys: list) -> float:
+def repeats_share(keys: list[Any]) -> float:
     """The share of `keys` that repeat an earlier one (0 when there are none)."""
     return 1.0 - len(set(keys)) / len(keys) if keys else 0.0
 
@@ -71,7 +71,7 @@ class Judged:
     annotated: Any
     reason_column: str = REASON_COLUMN
     deduplicated: bool = False
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def passed(self) -> int:
@@ -82,7 +82,7 @@ def ordered_reasons(counts: dict[str, int], first_seen: dict[str, int] | None = 
     """Reasons by count, descending; ties by first failing row when known, else by check order."""
     rank = first_seen or {}
 
-    def key(reason: str):
+    def key(reason: str) -> tuple[int, int, int, str]:
         return (-counts[reason], rank.get(reason, 0), reason_rank(reason), reason)
 
     return {reason: counts[reason] for reason in sorted(counts, key=key)}
@@ -133,7 +133,7 @@ class Engine(ABC):
         """The rows whose reason is null, without the reason column."""
 
     @abstractmethod
-    def segment_values(self, table: Any, column: str) -> list:
+    def segment_values(self, table: Any, column: str) -> list[Any]:
         """The distinct values of `column`, sorted, nulls last."""
 
     @abstractmethod

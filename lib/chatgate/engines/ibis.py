@@ -75,6 +75,7 @@ import itertools
 import os
 import sys
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -191,7 +192,7 @@ class IbisEngine(Engine):
     def row_count(self, table: ibis.Table) -> int:
         return int(table.count().execute())
 
-    def segment_values(self, table: ibis.Table, column: str) -> list:
+    def segment_values(self, table: ibis.Table, column: str) -> list[Any]:
         _require_column(table, column)
         distinct = table.select(column).distinct()
         ordered = distinct.order_by(ibis.asc(distinct[column], nulls_first=False))
@@ -287,6 +288,7 @@ class IbisEngine(Engine):
             dedup_on = tally is None
         if tally is None:
             tally, _ = self._stream(table, check, plan, names, rows, dedup_on=dedup_on)
+        assert tally is not None  # only a stream that decides stops early
         if not dedup_on:
             tally.units = rows
             tally.nulls = rows - tally.checked
@@ -316,7 +318,9 @@ class IbisEngine(Engine):
             },
         )
 
-    def _plan(self, table, check: RowCheck, columns: tuple[str, ...], backend) -> _Plan:
+    def _plan(
+        self, table: ibis.Table, check: RowCheck, columns: tuple[str, ...], backend: ibis.BaseBackend
+    ) -> _Plan:
         """How to read, key, digest and join the check's columns on this backend."""
         if isinstance(check, ChatCheck) and columns == (check.column,):
             # Any kind of column: the check decides what its values are worth (an integer,
@@ -338,7 +342,7 @@ class IbisEngine(Engine):
         join_on = "hash" if hashable and self.join_on != "value" else "value"
         return _Plan(columns, kinds, join_on, single=False)
 
-    def _join_on(self, kind: str, backend) -> str:
+    def _join_on(self, kind: str, backend: ibis.BaseBackend) -> str:
         hashable = kind == "text" and _has_hash_ops(backend)
         if self.join_on == "hash" and not hashable:
             raise ValueError(
@@ -349,7 +353,9 @@ class IbisEngine(Engine):
             return "value"
         return "hash"
 
-    def _decide(self, table, plan: _Plan, rows: int, dedup: str) -> tuple[bool | None, float | None]:
+    def _decide(
+        self, table: ibis.Table, plan: _Plan, rows: int, dedup: str
+    ) -> tuple[bool | None, float | None]:
         """Deduplicate or not (None: the stream decides), and the share of repeats (auto only).
 
         With dedup="auto" and a key in the stream (the hash join), the first
@@ -368,7 +374,15 @@ class IbisEngine(Engine):
         return repeats >= AUTO_DEDUP_MIN_REPEATS, round(repeats, 4)
 
     def _stream(
-        self, table, check: RowCheck, plan: _Plan, names: _Names, rows: int, *, dedup_on: bool, decide: bool = False
+        self,
+        table: ibis.Table,
+        check: RowCheck,
+        plan: _Plan,
+        names: _Names,
+        rows: int,
+        *,
+        dedup_on: bool,
+        decide: bool = False,
     ) -> tuple[_Tally | None, float | None]:
         """Check the stream of values in batches; the tally, and the share of repeats when deciding.
 
@@ -379,7 +393,7 @@ class IbisEngine(Engine):
         """
         stream = _stream_expr(table, plan, names, dedup_on=dedup_on)
         tally = _Tally()
-        sampled: list | None = [] if decide else None
+        sampled: list[Any] | None = [] if decide else None
         repeats = None
         with (
             self._bar(rows, ", ".join(plan.columns)) as bar,
@@ -404,7 +418,14 @@ class IbisEngine(Engine):
         return tally, repeats
 
     def _check(
-        self, batch: pa.RecordBatch, check: RowCheck, plan: _Plan, names, tally: _Tally, *, dedup_on
+        self,
+        batch: pa.RecordBatch,
+        check: RowCheck,
+        plan: _Plan,
+        names: _Names,
+        tally: _Tally,
+        *,
+        dedup_on: bool,
     ) -> None:
         """Check one batch with `check.check`, keep its failing tuples and count them."""
         if not len(batch):
@@ -462,7 +483,7 @@ class IbisEngine(Engine):
             tally.compacted = tally.failing[0].num_rows
             tally.pending = 0
 
-    def _bar(self, rows: int, label: str):
+    def _bar(self, rows: int, label: str) -> contextlib.AbstractContextManager[Any]:
         enabled = self.progress
         if enabled is None:
             setting = os.environ.get("CHATGATE_PROGRESS", "").strip()
@@ -523,31 +544,31 @@ class _Plan:
     single: bool
     na_pass: bool = True
 
-    def read(self, table: ibis.Table) -> list:
+    def read(self, table: ibis.Table) -> list[ibis.Value]:
         """The check's columns of `table`, as judged (JSON read as its text)."""
         return [_value_of(column)(table) for column in self.columns]
 
-    def whole(self, table: ibis.Table):
+    def whole(self, table: ibis.Table) -> ibis.Value:
         """One value per row standing for the whole tuple, for the dedup estimate."""
         values = self.read(table)
         if self.single:
             return values[0]
         return ibis.struct({f"c{i}": value for i, value in enumerate(values)})
 
-    def keys(self, values: list) -> tuple:
+    def keys(self, values: list[ibis.Value]) -> tuple[ibis.Value, ibis.Value]:
         return _keys(values[0]) if self.single else _tuple_keys(values)
 
     def digests(self, arrays: list[pa.Array]) -> pa.StringArray:
         """The SHA-256 (hex) of each failing tuple, in Python."""
         return _sha256_hex(arrays[0]) if self.single else _tuple_sha256(arrays, self.kinds)
 
-    def digest_of(self, values: list):
+    def digest_of(self, values: list[ibis.Value]) -> ibis.Value:
         """The same SHA-256, on the backend."""
         if self.single:
             return values[0].hexdigest("sha256")
         return _tuple_digest(values, self.kinds)
 
-    def same(self, left, right, kind: str) -> list:
+    def same(self, left: ibis.Value, right: ibis.Value, kind: str) -> list[ibis.Value]:
         """The predicates under which two values of a column join (all must hold).
 
         A null matches a null in a tuple (a lone chat's nulls never travel). A float
@@ -570,7 +591,7 @@ def _require_column(table: ibis.Table, column: str) -> None:
         )
 
 
-def _part_kind(table: ibis.Table, column: str, backend) -> str:
+def _part_kind(table: ibis.Table, column: str, backend: ibis.BaseBackend) -> str:
     """The kind of a judged column: any type the check reads, nested ones on DuckDB only.
 
     "text", "bool" and "int" are covered by a tuple's SHA-256; "binary", "native",
@@ -607,17 +628,17 @@ def _read_as_text(dtype: dt.DataType) -> bool:
     return dtype.is_json() or dtype.is_interval() or dtype.is_unknown()
 
 
-def _value_of(column: str):
+def _value_of(column: str) -> Callable[[ibis.Table], ibis.Value]:
     """How to read the judged value from any table that has `column` (see `_read_as_text`)."""
 
-    def value_of(table: ibis.Table):
+    def value_of(table: ibis.Table) -> ibis.Value:
         value = table[column]
         return value.cast(dt.string) if _read_as_text(value.type()) else value
 
     return value_of
 
 
-def _distinct_estimate(table: ibis.Table, value_of) -> tuple[int, int]:
+def _distinct_estimate(table: ibis.Table, value_of: Callable[[ibis.Table], ibis.Value]) -> tuple[int, int]:
     """The number of non-null values of `table` and an estimate of how many are distinct.
 
     The distinct count of the values' 64-bit hashes: exact but for hash collisions, and
@@ -644,14 +665,14 @@ def _missing_tuples(batch: pa.RecordBatch, columns: tuple[str, ...]) -> int:
     return pc.sum(missing).as_py() or 0
 
 
-def _has_hash_ops(backend) -> bool:
+def _has_hash_ops(backend: ibis.BaseBackend) -> bool:
     try:
         return all(backend.has_operation(op) for op in (ops.Hash, ops.HexDigest, ops.MapGet))
     except Exception:  # noqa: BLE001 - a backend that can't tell: use the value join
         return False
 
 
-def _stream_expr(table, plan: _Plan, names: _Names, *, dedup_on: bool) -> ibis.Table:
+def _stream_expr(table: ibis.Table, plan: _Plan, names: _Names, *, dedup_on: bool) -> ibis.Table:
     """What is sent to Python: the tuples (distinct, with their row counts) and their keys.
 
     The check's columns keep their names; the work columns have fresh ones.
@@ -669,12 +690,12 @@ def _stream_expr(table, plan: _Plan, names: _Names, *, dedup_on: bool) -> ibis.T
     return values
 
 
-def _keys(value):
+def _keys(value: ibis.Value) -> tuple[ibis.Value, ibis.Value]:
     """The key of each value: its backend hash and its length (SHA-256 settles the rest)."""
     return value.hash(), value.length().cast(dt.int64)
 
 
-def _tuple_keys(values: list):
+def _tuple_keys(values: list[ibis.Value]) -> tuple[ibis.Value, ibis.Value]:
     """The key of each tuple: the hash of the struct of its values and the sum of its text lengths.
 
     A null hashes too (as a null field of the struct), so tuples with nulls have keys.
@@ -701,7 +722,7 @@ def _tuple_sha256(arrays: list[pa.Array], kinds: tuple[str, ...]) -> pa.StringAr
     return _sha256_hex(pc.binary_join_element_wise(*parts, ","))
 
 
-def _tuple_digest(values: list, kinds: tuple[str, ...]):
+def _tuple_digest(values: list[ibis.Value], kinds: tuple[str, ...]) -> ibis.Value:
     """`_tuple_sha256` on the backend."""
     parts = []
     for value, kind in zip(values, kinds):
@@ -716,7 +737,7 @@ def _tuple_digest(values: list, kinds: tuple[str, ...]):
 
 
 @contextlib.contextmanager
-def _open_reader(expr: ibis.Table, chunk_size: int):
+def _open_reader(expr: ibis.Table, chunk_size: int) -> Iterator[pa.RecordBatchReader]:
     reader = record_batches(expr, chunk_size=chunk_size)
     try:
         yield reader
@@ -751,12 +772,14 @@ def _failing_table(tally: _Tally, plan: _Plan, names: _Names) -> ibis.Table | No
     )
 
 
-def _annotate(table, reason_column, *, plan: _Plan, failing, names: _Names):
+def _annotate(
+    table: ibis.Table, reason_column: str, *, plan: _Plan, failing: ibis.Table | None, names: _Names
+) -> ibis.Table:
     """`table` plus `reason_column`: the null code on the backend, the failing set joined back."""
     nothing = ibis.literal(None, type=dt.string)
     missing = ibis.literal(None if plan.na_pass else "not_messages", type=dt.string)
 
-    def settled(source, found):
+    def settled(source: ibis.Table, found: ibis.Value) -> ibis.Value:
         """A lone chat column's nulls get their code here; a tuple's were judged."""
         if not plan.single:
             return found
@@ -789,7 +812,12 @@ def _annotate(table, reason_column, *, plan: _Plan, failing, names: _Names):
     return joined.select(*[joined[c] for c in table.columns], **{reason_column: reason})
 
 
-def _first_rows(table, annotate, counts: dict[str, int], names: _Names) -> dict[str, int] | None:
+def _first_rows(
+    table: ibis.Table,
+    annotate: Callable[[ibis.Table, str], ibis.Table],
+    counts: dict[str, int],
+    names: _Names,
+) -> dict[str, int] | None:
     """The first failing row of each reason that ties with another on count, or None.
 
     Only ties need it, and only then is it computed: one more pass over the table,

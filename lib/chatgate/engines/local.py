@@ -87,13 +87,14 @@ class LocalEngine(Engine):
         """Like Engine.sunder, but keeps the rows in their order."""
         if not checks:
             return super().sunder(table, checks, kind)
-        passing = None
+        passing: np.ndarray | None = None
         for check, dedup in checks:
             mask = _mask(self.judge_check(table, check, dedup=dedup), failing=False)
             passing = mask if passing is None else passing & mask
+        assert passing is not None  # there is a check
         return _filter(table, passing if kind == "pass" else ~passing)
 
-    def with_row_numbers_where(self, table: Any, mask) -> Any:
+    def with_row_numbers_where(self, table: Any, mask: np.ndarray) -> Any:
         """The rows of `table` where `mask` holds, with a first column `_row_num_` (1-based)."""
         return _filter(self.with_row_numbers(table), mask)
 
@@ -102,7 +103,7 @@ class LocalEngine(Engine):
         numbers = pa.array(range(1, len(table) + 1), pa.int64())
         return _with_column(table, ROW_NUMBER_COLUMN, numbers, first=True)
 
-    def segment_values(self, table: Any, column: str) -> list:
+    def segment_values(self, table: Any, column: str) -> list[Any]:
         values = column_as_arrow(table, column)
         values = set(values if isinstance(values, list) else values.to_pylist())
         present = sorted((v for v in values if v is not None), key=lambda v: (str(type(v)), v))
@@ -137,7 +138,7 @@ class LocalEngine(Engine):
         return pl.concat(tables)
 
 
-def _check_rows(arrays: dict[str, pa.Array | list], check: RowCheck) -> pa.StringArray:
+def _check_rows(arrays: dict[str, pa.Array | list[Any]], check: RowCheck) -> pa.StringArray:
     """The code of each row of the check's columns: as one Arrow table, or row by row."""
     if all(isinstance(a, pa.Array) for a in arrays.values()):
         return check.check(pa.table(arrays))
@@ -146,7 +147,9 @@ def _check_rows(arrays: dict[str, pa.Array | list], check: RowCheck) -> pa.Strin
     return pa.array([check.check_row(dict(zip(columns, row))) for row in rows], pa.string())
 
 
-def _check_distinct(arrays: dict[str, pa.Array | list], check: RowCheck) -> tuple[pa.StringArray, int] | None:
+def _check_distinct(
+    arrays: dict[str, pa.Array | list[Any]], check: RowCheck
+) -> tuple[pa.StringArray, int] | None:
     """The code of each row, judging each distinct tuple once, and the number of distinct tuples.
 
     A tuple whose every column is missing is judged (the check decides what it is
@@ -165,9 +168,10 @@ def _check_distinct(arrays: dict[str, pa.Array | list], check: RowCheck) -> tupl
             codes = _check_rows({name: dictionary}, check).take(indices)
             return codes, len(encoded.dictionary) - encoded.dictionary.null_count
     numbers = [_value_numbers(values) for values in arrays.values()]
-    if any(n is None for n in numbers):
+    comparable = [n for n in numbers if n is not None]
+    if len(comparable) < len(numbers):
         return None
-    stacked = np.stack(numbers, axis=1)  # one row of numbers per row of the table
+    stacked = np.stack(comparable, axis=1)  # one row of numbers per row of the table
     if not len(stacked):
         return _check_rows(arrays, check), 0
     distinct, first, inverse = np.unique(stacked, axis=0, return_index=True, return_inverse=True)
@@ -177,7 +181,7 @@ def _check_distinct(arrays: dict[str, pa.Array | list], check: RowCheck) -> tupl
     return codes, int(len(distinct) - missing)
 
 
-def _dictionary_encoded(values: pa.Array | list) -> pa.DictionaryArray | None:
+def _dictionary_encoded(values: pa.Array | list[Any]) -> pa.DictionaryArray | None:
     """`values` dictionary-encoded by Arrow afresh (each distinct value once), or None when it can't."""
     if not isinstance(values, pa.Array):
         return None
@@ -189,14 +193,14 @@ def _dictionary_encoded(values: pa.Array | list) -> pa.DictionaryArray | None:
         return None
 
 
-def _value_numbers(values: pa.Array | list) -> np.ndarray | None:
+def _value_numbers(values: pa.Array | list[Any]) -> np.ndarray | None:
     """A number per row, equal for equal values, -1 for a missing one (None: can't be compared)."""
     if isinstance(values, pa.Array) and pa.types.is_null(values.type):
         return np.full(len(values), -1, np.int64)
     encoded = _dictionary_encoded(values)
     if encoded is not None:
         return encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-    seen: dict = {}
+    seen: dict[Any, int] = {}
     numbers = np.empty(len(values), np.int64)
     python = values if isinstance(values, list) else values.to_pylist()
     try:
@@ -223,13 +227,13 @@ def _frozen(value: Any) -> Any:
     return (type(value), value)
 
 
-def _take(values: pa.Array | list, rows: np.ndarray) -> pa.Array | list:
+def _take(values: pa.Array | list[Any], rows: np.ndarray) -> pa.Array | list[Any]:
     if isinstance(values, list):
         return [values[i] for i in rows]
     return values.take(pa.array(rows))
 
 
-def column_as_arrow(table: Any, column: str, *, exact: bool = False) -> pa.Array | list:
+def column_as_arrow(table: Any, column: str, *, exact: bool = False) -> pa.Array | list[Any]:
     """The column as one Arrow array, or as a Python list when Arrow can't hold it.
 
     With `exact=True` (a column to judge), a pandas object column is a list also when
@@ -254,7 +258,7 @@ def column_as_arrow(table: Any, column: str, *, exact: bool = False) -> pa.Array
 _ARROW_KEEPS = {"str", "bytes", "list", "tuple", "dict", "ndarray", "NoneType", "float", "NAType"}
 
 
-def _arrow_keeps(series) -> bool:
+def _arrow_keeps(series: Any) -> bool:
     """Can Arrow hold this object column without changing what a value is?"""
     kinds = set(map(type, series.to_numpy(dtype=object)))
     return all(
@@ -288,13 +292,14 @@ def _count(codes: pa.StringArray) -> tuple[dict[str, int], dict[str, int]]:
     return counts, first_seen
 
 
-def _mask(judged: Judged, *, failing: bool):
+def _mask(judged: Judged, *, failing: bool) -> np.ndarray:
     codes = column_as_arrow(judged.annotated, judged.reason_column)
+    assert not isinstance(codes, list)  # Arrow holds the codes (text and nulls)
     valid = codes.is_valid() if failing else codes.is_null()
     return valid.to_numpy(zero_copy_only=False)
 
 
-def _filter(table: Any, mask) -> Any:
+def _filter(table: Any, mask: np.ndarray) -> Any:
     if _kind(table) == "pandas":
         return table[mask].reset_index(drop=True)
     import polars as pl

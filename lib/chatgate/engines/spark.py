@@ -55,7 +55,7 @@ import operator
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -214,7 +214,7 @@ class SparkEngine(Engine):
         passing = judged.annotated.filter(column_ref(judged.reason_column).isNull())
         return passing.drop(judged.reason_column)
 
-    def segment_values(self, table: DataFrame, column: str) -> list:
+    def segment_values(self, table: DataFrame, column: str) -> list[Any]:
         values = (
             table.select(column_ref(column).alias("v")).distinct().orderBy(F.col("v").asc_nulls_last())
         )
@@ -282,7 +282,7 @@ class _Keyed:
         )
 
 
-def _nulls_native(check: RowCheck) -> bool:
+def _nulls_native(check: RowCheck) -> TypeGuard[ChatCheck]:
     """Does `check` read one chat column, whose nulls Spark can judge without Python?"""
     return isinstance(check, ChatCheck) and tuple(check.columns) == (check.column,)
 
@@ -472,10 +472,10 @@ def _conf_true(table: DataFrame, key: str) -> bool:
 
 
 @contextmanager
-def _session_conf(table: DataFrame, settings: dict[str, str]):
+def _session_conf(table: DataFrame, settings: dict[str, str]) -> Iterator[None]:
     """Runtime SQL settings for the jobs run inside the block, restored after."""
     conf = table.sparkSession.conf
-    changed = {}
+    changed: dict[str, str | None] = {}
     for key, value in settings.items():
         if conf.get(key, None) != value:
             changed[key] = conf.get(key, None)

@@ -27,7 +27,10 @@ import sys
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 DELTA_PACKAGE = "io.delta:delta-spark_4.1_2.13:4.1.0"
 """The Maven coordinate of Delta Lake for Spark 4.1 / Scala 2.13 (delta-storage comes with it)."""
@@ -44,7 +47,7 @@ def get_spark(
     app_name: str = "chatgate",
     master: str | None = None,
     extra_conf: Mapping[str, Any] | None = None,
-):
+) -> SparkSession:
     """The active SparkSession, or a new one with Delta Lake enabled.
 
     `master` defaults to the launcher's (spark-submit) or else `local[*]`.
@@ -146,7 +149,9 @@ def _holds_delta(directory: Path) -> bool:
 
 
 def _names_delta(value: str | None) -> bool:
-    return bool(value) and any(prefix in value for prefix in _DELTA_JAR_PREFIXES)
+    if not value:
+        return False
+    return any(prefix in value for prefix in _DELTA_JAR_PREFIXES)
 
 
 def _append(existing: str | None, *items: str) -> str:
@@ -173,7 +178,10 @@ def _launcher_conf() -> dict[str, str]:
 def _delta_loadable() -> bool:
     from pyspark import SparkContext
 
+    jvm = SparkContext._jvm
+    if jvm is None:  # no JVM: Delta can't be loaded in it
+        return False
     try:
-        return bool(SparkContext._jvm.org.apache.spark.util.Utils.classIsLoadable(DELTA_EXTENSION))
+        return bool(jvm.org.apache.spark.util.Utils.classIsLoadable(DELTA_EXTENSION))
     except Exception:  # noqa: BLE001 - no JVM or no such helper: assume it isn't there
         return False
