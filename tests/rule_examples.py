@@ -1,4 +1,4 @@
-"""Helpers of the labelled-example tests of issue #6 (dataset types, tools, options).
+"""Helpers of the labelled-example tests of the dataset types, tool calling and the options.
 
 An example is `(label, row, dataset_type, options, expected code[, forms])`: a row
 (column name -> value), the dataset type it is checked as (None: detected from its

@@ -108,17 +108,43 @@ def messages(draw, role_key: str, content_key: str, pool: list[str]) -> Any:
 
 @st.composite
 def well_formed(draw, role_key: str, content_key: str, pool: list[str]) -> list:
-    """A conversation that often passes: an optional system message, then alternating turns."""
+    """A conversation that often passes: an optional system message, then alternating turns
+    (one in four has one blank, null or missing content)."""
     turns = [r for r in pool if r != "system"] or pool
-    n = draw(st.integers(1, 5))
+    n = draw(st.integers(0, 5))  # none: a lone system message, or an empty list
     first = draw(st.integers(0, len(turns) - 1))
     roles = [turns[(first + i) % len(turns)] for i in range(n)]
     if "system" in pool and draw(st.booleans()):
         roles.insert(0, "system")
-    return [
+    out = [
         {role_key: role, content_key: draw(st.sampled_from(["Hi", "Sure.", "ok"]))}
         for role in roles
     ]
+    if out and draw(st.integers(0, 3)) == 0:  # one message with a blank content, or none at all
+        message = out[draw(st.integers(0, len(out) - 1))]
+        blank = draw(st.one_of(blank_texts, st.none(), st.just(...)))
+        if blank is ...:
+            del message[content_key]
+        else:
+            message[content_key] = blank
+    return out
+
+
+@st.composite
+def polars_conversations(draw, role_key: str, content_key: str, pool: list[str]) -> list:
+    """A list of messages that Polars holds as one list of structs: string or null roles
+    and contents, keys sometimes missing (Polars fills them with nulls)."""
+    out = []
+    for _ in range(draw(st.integers(0, 5))):
+        message: dict[str, Any] = {}
+        if draw(st.integers(0, 5)):
+            message[role_key] = draw(st.none() | st.sampled_from(pool) | st.sampled_from(ROLE_POOL))
+        if draw(st.integers(0, 5)):
+            message[content_key] = draw(st.none() | texts)
+        if draw(st.booleans()):
+            message.setdefault("name", draw(st.text(max_size=3)))
+        out.append(message)
+    return out
 
 
 def conversations(role_key: str, content_key: str, pool: list[str]):

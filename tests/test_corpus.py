@@ -1,10 +1,12 @@
-"""The rules over real chat data written by others (../shared/corpus, see its SOURCES.md).
+"""The rules over real chat data written by others (tests/data/corpus, see its SOURCES.md).
 
-For each file: the core check alone, then the checks that fit the file (its dataset
-type, tool calling, ShareGPT, vision, ...), with the exact count of each reason.
-Every count was verified by reading the rows; the comment above it says why it is
-right. `judged` also pins that the per-row reference and the batch path (a JSON
-text table and, where Arrow can hold the rows, a native table) count the same.
+The files are small files, or a few rows of larger ones, from public repositories
+(their origin, license and the rows kept are in SOURCES.md). For each file: the
+core check alone, then the checks that fit the file (its dataset type, tool
+calling, ShareGPT, vision, ...), with the exact count of each reason. Every count
+was verified by reading the rows; the comment above it says why it is right.
+`judged` also pins that the per-row reference and the batch path (a JSON text table
+and, where Arrow can hold the rows, a native table) count the same.
 """
 
 from __future__ import annotations
@@ -27,9 +29,7 @@ from chatgate.rules import (
     sample_profile,
 )
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
-
-pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason="the shared corpus isn't here")
+CORPUS = Path(__file__).resolve().parent / "data" / "corpus"
 
 
 def load(name: str):
@@ -111,11 +111,11 @@ def test_axolotl_messages_with_tools():
 
 def test_fastchat_dummy_conversation():
     rows = load("fastchat/dummy_conversation.json")
-    assert len(rows) == 500
-    # {id, conversations[{from, value}]}: no "role" key anywhere -> 500 bad_message.
-    assert judged(rows) == {"bad_message": 500}
+    assert len(rows) == 12
+    # {id, conversations[{from, value}]}: no "role" key anywhere -> 12 bad_message.
+    assert judged(rows) == {"bad_message": 12}
     # As ShareGPT every conversation is human/gpt alternating, 2, 4 or 6 turns
-    # (167/166/167), no empty value, ending on gpt.
+    # (4 of each), no empty value, ending on gpt.
     assert judged(rows, sharegpt=True, first_role="user", last_role="assistant") == {}
     # and is a valid sample too (at least one user and one assistant turn, no tools).
     assert judged(rows, chat=sample_profile(sharegpt=True)) == {}
@@ -126,34 +126,36 @@ def test_fastchat_dummy_conversation():
 
 def test_llamafactory_dpo():
     rows = load("llamafactory/dpo_en_demo.json")
-    assert len(rows) == 300
+    assert len(rows) == 10
     # conversations (the prompt) + chosen + rejected is no TRL column set.
     with pytest.raises(ValueError, match="conversations"):
         detect_dataset_type(rows[0])
     # Named as preference with the prompt in `conversations`, read as ShareGPT:
-    # 114 prompts are one human turn, 80 system + human, 106 longer human/gpt
+    # 4 prompts are one human turn, 3 system + human, 3 longer human/gpt
     # exchanges, all ending on human (-> user); chosen and rejected are one gpt
     # message object each (LLaMA-Factory's ranking format), none empty, and no
     # pair is identical.
     assert judged(rows, "preference", columns={"prompt": "conversations"}, sharegpt=True) == {}
     assert judged(rows, None, columns={"prompt": "conversations"}, sharegpt=True) == {}
     # With the from/value keys but not the ShareGPT reading, a single message object
-    # isn't a list of messages: chosen fails in each of the 300 rows.
+    # isn't a list of messages: chosen fails in each of the 10 rows.
     options = {"role_key": "from", "content_key": "value", "roles": ["system", "human", "gpt"]}
     assert judged(rows, "preference", columns={"prompt": "conversations"}, **options) == {
-        "not_messages": 300
+        "not_messages": 10
     }
 
 
 def test_llamafactory_glaive_toolcall():
     rows = load("llamafactory/glaive_toolcall_en_demo.json")
-    assert len(rows) == 300
+    assert len(rows) == 12
     # ShareGPT with function_call / observation turns; tools is JSON text of bare
-    # schemas ({name, description, parameters}), "[]" in 109 rows.
-    # Without tool calling, observation (-> tool) isn't a role: the 153 rows that
-    # hold a function_call/observation exchange fail (37+36+29+25+14+9+2+1 by shape).
-    assert judged(rows, sharegpt=True) == {"unknown_role": 153}
-    # With it, each of the 211 function_call values is JSON {"name", "arguments": {...}}
+    # schemas ({name, description, parameters}), "[]" in 2 rows.
+    # Without tool calling, observation (-> tool) isn't a role: the 8 rows that
+    # hold a function_call/observation exchange fail (one of each of the full file's
+    # 8 shapes: 1 to 3 such exchanges among 0 to 2 plain human/gpt ones). The 2 rows
+    # whose tools declare a function they don't call, and the 2 with "[]", pass.
+    assert judged(rows, sharegpt=True) == {"unknown_role": 8}
+    # With it, each of the 12 function_call values is JSON {"name", "arguments": {...}}
     # naming a function of the row's tools, each observation answers the call just
     # before it, and every row ends on gpt: nothing fails.
     assert judged(rows, sharegpt=True, tools=True, last_role="assistant") == {}
@@ -161,17 +163,17 @@ def test_llamafactory_glaive_toolcall():
 
 def test_llamafactory_kto():
     rows = load("llamafactory/kto_en_demo.json")
-    assert len(rows) == 300
+    assert len(rows) == 10
     # messages + label: LLaMA-Factory's KTO shape, not TRL's unpaired preference
     # (prompt, completion, label), so the type isn't detected...
     with pytest.raises(ValueError):
         detect_dataset_type(rows[0])
     # ...but the messages are well formed (user/assistant alternating, 1 to 6
     # exchanges, ending on assistant, none empty) and every label is a boolean
-    # (150 true, 150 false).
+    # (5 true, 5 false).
     assert judged(rows, "language_modeling", last_role="assistant", first_role="user") == {}
     labels = LabelCheck().check(pa.table({"label": [row["label"] for row in rows]}))
-    assert labels.null_count == 300
+    assert labels.null_count == 10
 
 
 def test_llamafactory_mllm():
@@ -190,25 +192,26 @@ def test_llamafactory_mllm():
 
 def test_llamafactory_reason_tool_use():
     rows = load("llamafactory/reason_tool_use_demo_50.jsonl")
-    assert len(rows) == 50
+    assert len(rows) == 6
     # LLaMA-Factory v1: content is a list of parts {type: text|reasoning|tool_call,
-    # value}; tools is JSON text. The core check: the 22 rows with tool turns have the
-    # role "tool" (unknown_role); in the 28 others the system message holds only a
-    # text part whose text is under "value", not "text": blank (empty_content).
-    assert judged(rows) == {"unknown_role": 22, "empty_content": 28}
-    # Reading text parts under "value", with tool calling: the 28 rows without tool
-    # turns pass. In the 22 others, the calls are content parts, not tool_calls: the
+    # value}; tools is JSON text. The core check: the 3 rows with tool turns (1, 2
+    # and 3 tool messages) have the role "tool" (unknown_role); in the 3 others
+    # (system, user, assistant) the system message holds only a text part whose
+    # text is under "value", not "text": blank (empty_content).
+    assert judged(rows) == {"unknown_role": 3, "empty_content": 3}
+    # Reading text parts under "value", with tool calling: the 3 rows without tool
+    # turns pass. In the 3 others, the calls are content parts, not tool_calls: the
     # tool messages answer no call, as a transformers chat template would see them.
-    assert judged(rows, tools=True, text_key="value") == {"orphan_tool": 22}
-    assert judged(rows, tools=True) == {"orphan_tool": 22, "empty_content": 28}
+    assert judged(rows, tools=True, text_key="value") == {"orphan_tool": 3}
+    assert judged(rows, tools=True) == {"orphan_tool": 3, "empty_content": 3}
 
 
 def test_llamafactory_v1_sft():
     rows = load("llamafactory/v1_sft_demo.jsonl")
-    assert len(rows) == 500
+    assert len(rows) == 20
     # Every row is [user, assistant], each content one {"type": "text", "value": ...}
-    # part: under the transformers format ("text") all 500 are blank.
-    assert judged(rows) == {"empty_content": 500}
+    # part: under the transformers format ("text") all 20 are blank.
+    assert judged(rows) == {"empty_content": 20}
     # Read with text_key="value", none is blank (loss_weight is an extra key).
     assert judged(rows, text_key="value", first_role="user", last_role="assistant") == {}
 
@@ -295,7 +298,7 @@ def test_trl_columnar_examples():
 
 def test_xtuner_openai_sft():
     lines = load("xtuner/openai_sft.jsonl")
-    assert len(lines) == 128 and all(isinstance(line, list) for line in lines)
+    assert len(lines) == 20 and all(isinstance(line, list) for line in lines)
     # Each line is a bare list of messages, here the `messages` column: all are
     # [user, assistant] with non-blank contents.
     rows = [{"messages": line} for line in lines]
@@ -330,7 +333,7 @@ def test_core_check_alone_misses_and_quarantines():
     }
     assert good_but_quarantined == {
         "axolotl tools": {"empty_content": 3},
-        "v1_sft": {"empty_content": 500},
+        "v1_sft": {"empty_content": 20},
     }
     qwen = load("xtuner/qwen35_tokenize_data.jsonl")
     # The core check never reads the tools column: rows 7-12's undeclared calls are

@@ -2,6 +2,8 @@
 
 Labelled examples, one list per code, fed to `pytest.mark.parametrize` (as in trl's
 tests/test_data_utils.py). Each example is `(label, value, kwargs, expected code)`.
+The examples are the ground truth: `first_problem`, `check_batch` and the plain
+reference written from DESIGN.md (tests/plain_reference.py) must all give their code.
 """
 
 from __future__ import annotations
@@ -15,6 +17,11 @@ import pyarrow as pa
 import pytest
 
 from chatgate.rules import DEFAULT_ROLES, REASONS, ChatFormat, check_batch, first_problem, phrase
+
+try:
+    from plain_reference import plain_problem
+except ImportError:  # tests/ imported as a package
+    from tests.plain_reference import plain_problem
 
 
 def msg(role, content="x", **extra):
@@ -391,6 +398,11 @@ def test_first_problem(value, kwargs, expected):
     assert first_problem(value, **kwargs) == expected
 
 
+@pytest.mark.parametrize("value, kwargs, expected", ALL)
+def test_plain_reference(value, kwargs, expected):
+    assert plain_problem(value, **kwargs) == expected
+
+
 def _as_json_text(value):
     """The JSON text of an example value, or None when it has none (NaN, sets, ...)."""
     if isinstance(value, (str, bytes)):
@@ -410,6 +422,7 @@ JSON_EXAMPLES = [
 def test_check_batch_agrees_on_json_text(value, kwargs, expected):
     text = _as_json_text(value)
     assert first_problem(text, **kwargs) == expected
+    assert plain_problem(text, **kwargs) == expected
     codes = check_batch(pa.array([text, text]), **kwargs)
     assert codes.to_pylist() == [expected, expected]
     binary = check_batch(pa.array([text.encode("utf-8", "surrogatepass")], pa.binary()), **kwargs)
@@ -451,6 +464,7 @@ SEED_ROWS = [
 def test_seed_example():
     codes = [first_problem(row, last_role="assistant") for row in SEED_ROWS]
     assert codes == [None, "not_alternating", None, "unknown_role"]
+    assert [plain_problem(row, last_role="assistant") for row in SEED_ROWS] == codes
 
 
 # --- Native values as pandas gives them for Arrow list columns ----------------
@@ -591,5 +605,10 @@ def test_phrase_plural():
 
 @pytest.mark.parametrize("reason", REASONS)
 def test_every_reason_has_a_phrase(reason):
+    # Each phrase is written out in tests/test_validate_reports.py (CODE_PHRASES).
     assert phrase(reason, 1) != f"1 fails (`{reason}`)"
     assert phrase(reason, 2).startswith("2 ")
+
+
+def test_unknown_code_phrase():
+    assert phrase("made_up", 2) == "2 fail (`made_up`)"

@@ -1,4 +1,4 @@
-"""Tool calling (issue #6): tool_calls, tool messages, the tools column, in every dataset type.
+"""Tool calling: tool_calls, tool messages, the tools column, in every dataset type.
 
 Labelled examples, passing and failing, each run in JSON text and native forms
 through the per-row reference and the RowCheck batch path (`assert_example`).
@@ -757,7 +757,12 @@ def _json_or_none(value):
     return None if value is None else json.dumps(value) if not isinstance(value, str) else value
 
 
-PROPERTY = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(
+    max_examples=100,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 
 @PROPERTY

@@ -10,7 +10,6 @@ import polars as pl
 import pytest
 
 import chatgate as pb
-from chatgate.rules.codes import PHRASES, phrase
 
 
 def chat(*turns: tuple[str, str]) -> str:
@@ -35,8 +34,31 @@ CODE_EXAMPLES = {
 }
 
 
+# What the note says of one failing row and of several, for each code, written out.
+CODE_PHRASES = {
+    "not_messages": ("isn't a list of messages", "aren't lists of messages"),
+    "no_messages": ("has no messages", "have no messages"),
+    "bad_message": (
+        "has a message without a role that's a string",
+        "have a message without a role that's a string",
+    ),
+    "unknown_role": ("has a role that isn't allowed", "have a role that isn't allowed"),
+    "system_position": (
+        "has a system message that isn't first",
+        "have a system message that isn't first",
+    ),
+    "first_role": ("starts with the wrong role", "start with the wrong role"),
+    "not_alternating": ("has roles that don't alternate", "have roles that don't alternate"),
+    "last_role": ("ends with the wrong role", "end with the wrong role"),
+    "empty_content": ("has a message with no content", "have a message with no content"),
+}
+
+
 def test_there_is_an_example_of_every_code():
     assert tuple(CODE_EXAMPLES) == pb.REASONS
+    assert tuple(CODE_PHRASES) == pb.REASONS
+    codes = [pb.first_problem(value, **CODE_FORMAT) for value in CODE_EXAMPLES.values()]
+    assert codes == list(pb.REASONS)
 
 
 def note_of(values: list, frame=pl.DataFrame, **kwargs) -> str | None:
@@ -49,7 +71,7 @@ def note_of(values: list, frame=pl.DataFrame, **kwargs) -> str | None:
 
 @pytest.mark.parametrize("code", pb.REASONS)
 def test_note_for_one_row_of_each_code(code):
-    one, _ = PHRASES[code]
+    one, _ = CODE_PHRASES[code]
     assert note_of([GOOD, CODE_EXAMPLES[code]], **CODE_FORMAT) == (
         f"Step 1 (chat_format) 1 row isn't a well-formed conversation: 1 {one} (`{code}`). "
         "The problem with the row is in the `pb_reason_` column."
@@ -58,7 +80,7 @@ def test_note_for_one_row_of_each_code(code):
 
 @pytest.mark.parametrize("code", pb.REASONS)
 def test_note_for_several_rows_of_each_code(code):
-    _, many = PHRASES[code]
+    _, many = CODE_PHRASES[code]
     assert note_of([CODE_EXAMPLES[code], GOOD, CODE_EXAMPLES[code]], **CODE_FORMAT) == (
         f"Step 1 (chat_format) 2 rows aren't well-formed conversations: 2 {many} (`{code}`). "
         "The problem with each row is in the `pb_reason_` column."
@@ -70,7 +92,7 @@ def test_each_code_is_reported_in_the_extract(code):
     tbl = pl.DataFrame({"m": [GOOD, CODE_EXAMPLES[code]]})
     v = pb.Validate(tbl).col_vals_chat_format("m", **CODE_FORMAT).interrogate()
     assert v.get_data_extracts(1, frame=True)["pb_reason_"].to_list() == [code]
-    assert phrase(code, 1) in repr(v)
+    assert f"1 {CODE_PHRASES[code][0]} (`{code}`)" in repr(v)
 
 
 def test_note_for_no_failure_is_none():
@@ -81,41 +103,46 @@ def test_note_for_no_failure_is_none():
 
 
 ORDER_EXAMPLES = [
-    # label, rows (as codes, None = passing), the order of the reasons in the note
+    # label, rows (as codes, None = passing), the note's list of reasons
     (
         "by-count",
         ["unknown_role", "no_messages", None, "no_messages"],
-        ["no_messages", "unknown_role"],
+        "3 rows aren't well-formed conversations: 2 have no messages (`no_messages`) "
+        "and 1 has a role that isn't allowed (`unknown_role`)",
     ),
     (
         "ties-by-first-failing-row",
         ["not_alternating", "no_messages", "unknown_role", "no_messages"],
-        ["no_messages", "not_alternating", "unknown_role"],
+        "4 rows aren't well-formed conversations: 2 have no messages (`no_messages`), "
+        "1 has roles that don't alternate (`not_alternating`) "
+        "and 1 has a role that isn't allowed (`unknown_role`)",
     ),
     (
         "ties-by-first-failing-row-other-way",
         ["unknown_role", "no_messages", "not_alternating", "no_messages"],
-        ["no_messages", "unknown_role", "not_alternating"],
+        "4 rows aren't well-formed conversations: 2 have no messages (`no_messages`), "
+        "1 has a role that isn't allowed (`unknown_role`) "
+        "and 1 has roles that don't alternate (`not_alternating`)",
     ),
-    ("ties-only", [None, "empty_content", "bad_message"], ["empty_content", "bad_message"]),
+    (
+        "ties-only",
+        [None, "empty_content", "bad_message"],
+        "2 rows aren't well-formed conversations: 1 has a message with no content (`empty_content`) "
+        "and 1 has a message without a role that's a string (`bad_message`)",
+    ),
 ]
 
 
 @pytest.mark.parametrize("frame", [pl.DataFrame, pd.DataFrame], ids=["polars", "pandas"])
 @pytest.mark.parametrize("dedup", ["on", "off"])
 @pytest.mark.parametrize(
-    ("rows", "order"), [pytest.param(r, o, id=label) for label, r, o in ORDER_EXAMPLES]
+    ("rows", "reasons"), [pytest.param(r, o, id=label) for label, r, o in ORDER_EXAMPLES]
 )
-def test_note_orders_reasons_by_count_then_first_row(frame, dedup, rows, order):
+def test_note_orders_reasons_by_count_then_first_row(frame, dedup, rows, reasons):
     values = [GOOD if code is None else CODE_EXAMPLES[code] for code in rows]
     note = note_of(values, frame=frame, dedup=dedup, **CODE_FORMAT)
-    counts = {code: rows.count(code) for code in order}
-    listed = [phrase(code, counts[code]) for code in order]
-    expected = listed[0] if len(listed) == 1 else ", ".join(listed[:-1]) + " and " + listed[-1]
-    failed = sum(counts.values())
     assert note == (
-        f"Step 1 (chat_format) {failed} rows aren't well-formed conversations: {expected}. "
-        "The problem with each row is in the `pb_reason_` column."
+        f"Step 1 (chat_format) {reasons}. The problem with each row is in the `pb_reason_` column."
     )
 
 

@@ -6,15 +6,19 @@ skipped without being decoded), never into dicts or pandas objects, in up to
 three steps, each taken only when the one before refuses the value:
 
 1. the strict decoder (the core check only) accepts just the common case: every
-   role one of `roles=`, every content a string. Then the code depends on the
-   sequence of roles alone (and on blank contents): the judge's verdict on each
-   sequence of roles is remembered, so a conversation costs its decoding plus a
-   dictionary lookup;
-2. the typed decoder takes any role string and string, null, missing or list
-   contents, and hands them to `judge`;
+   role one of `roles=`, every content a string;
+2. the typed decoder (the core check only) takes any role string and string,
+   null, missing or list contents;
 3. whatever that refuses (a message without a string role, an object without
-   "messages", bad JSON, ...) takes the reference path, which ends in `judge` too.
- What the typed decoder accepts the reference must accept too: keys it
+   "messages", bad JSON, ...) takes the reference path, which ends in `judge`.
+
+After the first two, the format's rules of the table (`judge.active_rules`) are
+tried in two groups (`_StrictPath`): those that read the roles only, whose verdict on
+each sequence of roles is remembered, so that a conversation costs its decoding
+plus a dictionary lookup, then, when none applies, those that read the contents
+(`empty_content`, which comes after all the others in the table).
+
+What the typed decoder accepts the reference must accept too: keys it
 skips are checked for syntax only, so bad UTF-8 is caught here, and the reference
 decoder takes huge numbers and deep nesting that msgspec alone would refuse
 (`values.parse_json`).
@@ -24,15 +28,16 @@ from __future__ import annotations
 
 from functools import lru_cache
 from operator import attrgetter
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 import numpy as np
 import pyarrow as pa
 
-from .judge import judge
+from .judge import Conversation, active_rules, first_code, judge
+from .options import with_options
 from .reference import problem_of
-from .spec import DEFAULT_ROLES, ChatFormat, format_of
+from .spec import ChatFormat
 from .values import is_blank
 
 _TEXT_TYPES = (
@@ -44,38 +49,20 @@ _TEXT_TYPES = (
 _JSON_EXTENSION = getattr(pa, "JsonType", ())
 
 
-def check_batch(
-    array: pa.Array | pa.ChunkedArray,
-    *,
-    roles=DEFAULT_ROLES,
-    alternate: bool = True,
-    first_role: str | None = None,
-    last_role: str | None = None,
-    allow_empty: bool = False,
-    role_key: str = "role",
-    content_key: str = "content",
-    na_pass: bool = False,
-    tools: bool = False,
-    harmony: bool = False,
-    thinking_key: str | None = None,
-    sharegpt: bool = False,
-    text_key: str = "text",
-    image_token: str | None = None,
-    profile: str | None = None,
-) -> pa.StringArray:
+@with_options
+def check_batch(array: pa.Array | pa.ChunkedArray, **options: Any) -> pa.StringArray:
     """The first problem code of each conversation in `array`, null where it passes.
 
     `array` holds JSON text (string, large_string, binary) or native values
     (list<struct>, struct with "messages", ...). It never raises on a value.
-    The keyword arguments are the fields of `ChatFormat`; with only the core ones
-    in use, JSON text takes the fast typed decoder, else the reference path.
+    The keyword arguments are the options of the check, listed below; with only
+    the core ones in use, JSON text takes the fast typed decoder.
 
     >>> import pyarrow as pa
     >>> check_batch(pa.array(['[{"role": "user", "content": "Hi"}]', "[]", None])).to_pylist()
     [None, 'no_messages', 'not_messages']
     """
-    fmt = format_of(locals())
-    return check_array(array, fmt)
+    return check_array(array, ChatFormat(**options))
 
 
 def check_array(array: pa.Array | pa.ChunkedArray, fmt: ChatFormat) -> pa.StringArray:
@@ -141,7 +128,7 @@ def _check_json(array: pa.Array, fmt: ChatFormat) -> list[str | None]:
     data = memoryview(data_buf) if data_buf is not None else memoryview(b"")
     valid = array.is_valid().to_numpy(zero_copy_only=False).tolist() if array.null_count else None
     missing = None if fmt.na_pass else "not_messages"
-    # The options of issue #6 read more of each message: they take the reference path.
+    # The options beyond the core check read more of each message: they take the reference path.
     decode = _typed_decoder(fmt.role_key, fmt.content_key) if fmt.is_core else None
     strict = _StrictPath.of(fmt) if decode is not None else None
     utf8 = _utf8_checker(array)
@@ -155,12 +142,12 @@ def _check_json(array: pa.Array, fmt: ChatFormat) -> list[str | None]:
             codes[i] = "not_messages"
             continue
         if strict is None:
-            codes[i] = _check_text(text, fmt, decode)
+            codes[i] = _check_text(text, fmt, decode, strict)
             continue
         try:
             messages = strict.decode(text)
         except Exception:  # noqa: BLE001 - not the common case: the next steps decide
-            codes[i] = _check_text(text, fmt, decode)
+            codes[i] = _check_text(text, fmt, decode, strict)
             continue
         codes[i] = strict.judge(messages)
     return codes
@@ -193,7 +180,8 @@ def _is_utf8(text: memoryview) -> bool:
         return False
 
 
-def _check_text(text: memoryview, fmt: ChatFormat, decode) -> str | None:
+def _check_text(text: memoryview, fmt: ChatFormat, decode, strict: _StrictPath | None) -> str | None:
+    """Steps 2 and 3 of the module docstring."""
     if decode is None:
         return problem_of(text, fmt)
     try:
@@ -201,9 +189,10 @@ def _check_text(text: memoryview, fmt: ChatFormat, decode) -> str | None:
     except Exception:  # noqa: BLE001 - the typed shape didn't fit: take the reference path
         return problem_of(text, fmt)
     messages = decoded.messages if isinstance(decoded, msgspec.Struct) else decoded
-    roles = [m.role for m in messages]
     contents = [m.content for m in messages]
-    return judge(roles, contents, fmt, is_blank)
+    if strict is None:
+        return judge([m.role for m in messages], contents, fmt, is_blank)
+    return strict.judge_read(tuple(m.role for m in messages), contents)
 
 
 @lru_cache(maxsize=32)
@@ -229,7 +218,7 @@ _ROLE, _CONTENT = attrgetter("role"), attrgetter("content")
 
 
 class _StrictPath:
-    """Step 1 of the module docstring: the strict decoder and the verdicts on role sequences."""
+    """The strict decoder of step 1, and the rules in two groups (see the module docstring)."""
 
     MAX_VERDICTS = 10_000
     """Sequences of roles remembered; past that, new sequences are judged each time."""
@@ -243,28 +232,55 @@ class _StrictPath:
         wrapper = msgspec.defstruct("StrictConversation", [("messages", list[message])])
         self.decode = msgspec.json.Decoder(list[message] | wrapper).decode
         self.fmt = fmt
+        rules = active_rules(fmt)
+        self.role_rules = tuple(rule for rule in rules if not rule.reads_contents)
+        self.content_rules = rules[len(self.role_rules) :]
         self.verdicts: dict[tuple[str, ...], str | None] = {}
 
     @staticmethod
     @lru_cache(maxsize=32)
     def of(fmt: ChatFormat) -> _StrictPath | None:
-        """The strict path of a core `fmt`, or None when its keys can't make one."""
-        if fmt.role_key == fmt.content_key:
+        """The strict path of a core `fmt`, or None when its keys can't make one, or
+        when a rule that reads the contents comes before one that doesn't (a verdict
+        on the roles alone would then not be the first code)."""
+        if fmt.role_key == fmt.content_key or not _contents_last(active_rules(fmt)):
             return None
         return _StrictPath(fmt)
 
-    def judge(self, decoded) -> str | None:
-        """The code of one conversation the strict decoder accepted."""
-        messages = decoded if isinstance(decoded, list) else decoded.messages
-        roles = tuple(map(_ROLE, messages))
+    def verdict(self, roles: tuple[str, ...]) -> str | None:
+        """The code of the first rule that reads the roles only and applies.
+
+        It is remembered for sequences of allowed roles only: those are short strings,
+        while the sequences of other roles are as many and as long as the data makes them.
+        """
         code = self.verdicts.get(roles, _UNKNOWN)
         if code is _UNKNOWN:
-            # Non-blank stand-ins: the verdict on the roles alone.
-            code = judge(roles, ("x",) * len(roles), self.fmt, is_blank)
-            if len(self.verdicts) < self.MAX_VERDICTS:
+            code = first_code(self.role_rules, Conversation(roles, (), self.fmt, is_blank))
+            if len(self.verdicts) < self.MAX_VERDICTS and self.fmt.role_set.issuperset(roles):
                 self.verdicts[roles] = code
-        if code is None and not self.fmt.allow_empty:
-            contents = list(map(_CONTENT, messages))
-            if "" in contents or any(map(str.isspace, contents)):
-                return judge(roles, contents, self.fmt, is_blank)
         return code
+
+    def judge(self, decoded) -> str | None:
+        """The code of one conversation the strict decoder accepted (string contents)."""
+        messages = decoded if isinstance(decoded, list) else decoded.messages
+        roles = tuple(map(_ROLE, messages))
+        code = self.verdict(roles)
+        if code is None and self.content_rules:
+            contents = list(map(_CONTENT, messages))
+            # `is_blank` of the strings this decoder accepts, without a call per content.
+            if "" in contents or any(map(str.isspace, contents)):
+                return self.judge_read(roles, contents)
+        return code
+
+    def judge_read(self, roles: tuple[str, ...], contents: list) -> str | None:
+        """The code of a conversation read as role strings and contents of any kind."""
+        code = self.verdict(roles)
+        if code is None and self.content_rules:
+            return first_code(self.content_rules, Conversation(roles, contents, self.fmt, is_blank))
+        return code
+
+
+def _contents_last(rules) -> bool:
+    """Do the rules that read the contents all come after those that don't?"""
+    reads = [rule.reads_contents for rule in rules]
+    return reads == sorted(reads)

@@ -3,11 +3,16 @@
 The order is the contract: the reported code of a conversation (or of a row of a
 dataset type) is the first one in `ALL_REASONS` that applies anywhere in it.
 
-`REASONS` are the nine codes of the core check, in the seed's order. The options
-of issue #6 (tool calling, Harmony, ShareGPT, the sample profile, vision) and the
-dataset types add `EXTENDED_REASONS`. `ALL_REASONS` interleaves both into one
-order, most fundamental problem first; the nine core codes keep their relative
-order, and none of the new codes is produced while the new options are off.
+`REASONS` are the nine codes of the core check, in their order. The options
+(tool calling, Harmony, ShareGPT, the sample profile, vision) and the dataset
+types add `EXTENDED_REASONS`. `ALL_REASONS` interleaves both into one order, most
+fundamental problem first; the nine core codes keep their relative order, and
+none of the other codes is produced while the options are off.
+
+The codes decided on one conversation are the rules of `judge.RULES`, in the same
+order; the others are decided before a conversation is read (`not_messages`, the
+standard-format codes, `not_label`) or by comparing two values of a row
+(`same_pair`, `implicit_prompt`).
 
 | code | raised by | meaning |
 |---|---|---|

@@ -9,15 +9,10 @@
 | implicit_preference | `chosen`, `rejected` | each passes the chat check; they differ; they share a non-empty common prefix ending with a user (or tool) turn, each continues after it with assistant (and tool) turns only | non-empty strings that differ, share a non-empty common prefix and both continue after it |
 | unpaired_preference | `prompt`, `completion`, `label` | as prompt_completion; label is true or false | non-empty strings; label is true or false |
 
-Format. A value is conversational when it is a list of messages (native, or JSON
-text of a list or of an object such as `{"messages": [...]}`), standard when it is
-other text. With `format="auto"` each row is read in the format of its values,
-and a row that mixes both is `mixed_format`. With `format="conversational"` or
-`"standard"` every value must be of that format: a value of the other one is
-`mixed_format` (JSON text that fails to decode is `not_messages` there). The
-verdict of a row never depends on other rows; to flag the minority of a column
-that mixes formats, count the formats of the whole column (`format_counts`, which
-adds up across batches and partitions) and pin the majority (`majority_format`).
+Format. A value is conversational (a list of messages) or standard (other text);
+`format="auto"` reads each row in the format of its values, and a row that mixes
+both is `mixed_format`. See `formats` for the pinned formats and for counting the
+formats of a whole column.
 
 Missing values (null, NaN) in a type's columns are `not_messages` (conversational)
 or `not_text` (standard) and `not_label` for a label; with the ChatFormat's
@@ -37,15 +32,26 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyarrow as pa
-
-from .checks import ChatCheck, RowCheck, column_values, label_problem
+from .checks import ChatCheck, RowCheck, label_problem
 from .codes import ALL_REASONS, first_reason
+from .formats import (
+    AUTO,
+    CONV,
+    CONVERSATIONAL,
+    FORMATS,
+    MISSING_VALUE,
+    STANDARD,
+    TEXT,
+    classify,
+    format_counts,
+    majority_format,
+    value_format,
+)
 from .judge import COMPLETION, PROMPT, WHOLE, judge
 from .messages import Read, image_total, messages_in, read_messages
 from .spec import ChatFormat
 from .tools import declared_names
-from .values import NOT_JSON, blank_checker, is_missing, is_sequence, parse_json
+from .values import blank_checker, common_prefix, same_value
 
 LANGUAGE_MODELING = "language_modeling"
 PROMPT_ONLY = "prompt_only"
@@ -86,9 +92,6 @@ FIELDS: tuple[str, ...] = (
     "rejected",
     "label",
 )
-
-AUTO, CONVERSATIONAL, STANDARD = "auto", "conversational", "standard"
-FORMATS: tuple[str, ...] = (AUTO, CONVERSATIONAL, STANDARD)
 
 _TITLES = {
     LANGUAGE_MODELING: "language modeling",
@@ -231,71 +234,6 @@ def first_row_problem(
     return first_reason(check.check_row(row) for check in checks)
 
 
-# --- Formats -------------------------------------------------------------------
-
-_MISSING, _CONV, _TEXT, _BROKEN, _OTHER = "missing", "conv", "text", "broken", "other"
-
-
-def _classify(value: Any, mode: str) -> tuple[str, Any]:
-    """(kind, decoded value): missing, conv(ersation), text, broken (JSON) or other."""
-    if is_missing(value):
-        return _MISSING, None
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        try:
-            value = str(value, "utf-8")
-        except UnicodeDecodeError:
-            return (_OTHER if mode == STANDARD else _BROKEN), None
-    if isinstance(value, str):
-        if mode == STANDARD:
-            return _TEXT, value
-        start = value.lstrip()[:1]
-        if start in ("[", "{"):
-            decoded = parse_json(str(value))
-            if decoded is not NOT_JSON and (isinstance(decoded, Mapping) or is_sequence(decoded)):
-                return _CONV, decoded
-            if mode == CONVERSATIONAL:
-                return _BROKEN, None
-        return _TEXT, value
-    if isinstance(value, Mapping) or is_sequence(value):
-        return _CONV, value
-    return _OTHER, value
-
-
-def value_format(value: Any) -> str | None:
-    """ "conversational", "standard" or None (missing, or neither text nor a conversation).
-
-    >>> value_format("The sky is"), value_format('[{"role": "user", "content": "Hi"}]'), value_format(None)
-    ('standard', 'conversational', None)
-    """
-    kind, _ = _classify(value, AUTO)
-    return {_CONV: CONVERSATIONAL, _TEXT: STANDARD}.get(kind)
-
-
-def format_counts(values: pa.Array | pa.ChunkedArray | Iterable[Any]) -> dict[str, int]:
-    """How many values of a column are conversational, standard, or neither (missing included).
-
-    Counts add up across batches and partitions; see `majority_format`.
-
-    >>> format_counts(["The sky is", '[{"role": "user", "content": "Hi"}]', None])
-    {'conversational': 1, 'standard': 1, 'other': 1}
-    """
-    if isinstance(values, (pa.Array, pa.ChunkedArray)):
-        values = column_values(pa.table({"v": values}), "v")
-    counts = {CONVERSATIONAL: 0, STANDARD: 0, "other": 0}
-    for value in values:
-        counts[value_format(value) or "other"] += 1
-    return counts
-
-
-def majority_format(counts: Mapping[str, int]) -> str:
-    """The format to pin for a column with these `format_counts` (ties: conversational).
-
-    >>> majority_format({"conversational": 2, "standard": 5, "other": 0})
-    'standard'
-    """
-    return STANDARD if counts.get(STANDARD, 0) > counts.get(CONVERSATIONAL, 0) else CONVERSATIONAL
-
-
 # --- The check -------------------------------------------------------------------
 
 
@@ -306,6 +244,7 @@ class DatasetCheck(RowCheck):
     Build it with `dataset_checks`. `names` maps fields to column names where they
     differ (`(("prompt", "conversations"),)`).
 
+    >>> import pyarrow as pa
     >>> check = DatasetCheck("preference")
     >>> check.check(pa.table({"prompt": ["The sky is"], "chosen": [" blue."], "rejected": [" blue."]})).to_pylist()
     ['same_pair']
@@ -407,7 +346,7 @@ class DatasetCheck(RowCheck):
         if "label" in values:
             codes.append(label_problem(values.pop("label"), self.fmt.na_pass))
         mode = STANDARD if self.dataset_type == LANGUAGE_MODELING else self.format
-        kinds = {f: _classify(v, mode) for f, v in values.items()}
+        kinds = {f: classify(v, mode) for f, v in values.items()}
         row_format = self._row_format(kinds)
         if row_format is None:
             codes.append("mixed_format")
@@ -425,19 +364,19 @@ class DatasetCheck(RowCheck):
         if self.format != AUTO:
             return self.format
         found = {kind for kind, _ in kinds.values()}
-        if _CONV in found and _TEXT in found:
+        if CONV in found and TEXT in found:
             return None
-        return STANDARD if _TEXT in found else CONVERSATIONAL
+        return STANDARD if TEXT in found else CONVERSATIONAL
 
     def _standard(self, kinds: dict[str, tuple[str, Any]]) -> list[str | None]:
         codes: list[str | None] = []
         texts: dict[str, str] = {}
         for name, (kind, value) in kinds.items():
-            if kind == _MISSING:
+            if kind == MISSING_VALUE:
                 codes.append(None if self.fmt.na_pass else "not_text")
-            elif kind == _CONV:
+            elif kind == CONV:
                 codes.append("mixed_format")
-            elif kind != _TEXT:
+            elif kind != TEXT:
                 codes.append("not_text")
             elif not value or value.isspace():
                 codes.append("empty_text")
@@ -461,13 +400,13 @@ class DatasetCheck(RowCheck):
         reads: dict[str, Read] = {}
         raw: dict[str, list] = {}
         for name, (kind, value) in kinds.items():
-            if kind == _MISSING:
+            if kind == MISSING_VALUE:
                 codes.append(None if fmt.na_pass else "not_messages")
                 continue
-            if kind == _TEXT:
+            if kind == TEXT:
                 codes.append("mixed_format")
                 continue
-            messages = messages_in(value, fmt) if kind == _CONV else None
+            messages = messages_in(value, fmt) if kind == CONV else None
             if messages is None:
                 codes.append("not_messages")
                 continue
@@ -503,7 +442,7 @@ class DatasetCheck(RowCheck):
                 codes.append(judged(answer, COMPLETION, False))
                 if prompt is not None:
                     codes.append(judged(prompt.then(answer), WHOLE, True))
-            if "chosen" in raw and "rejected" in raw and _same(raw["chosen"], raw["rejected"]):
+            if "chosen" in raw and "rejected" in raw and same_value(raw["chosen"], raw["rejected"]):
                 codes.append("same_pair")
         elif kind == IMPLICIT_PREFERENCE:
             codes.extend(
@@ -516,9 +455,9 @@ class DatasetCheck(RowCheck):
     @staticmethod
     def _implicit(raw: dict[str, list], reads: dict[str, Read], judged) -> list[str | None]:
         chosen, rejected = raw["chosen"], raw["rejected"]
-        if _same(chosen, rejected):
+        if same_value(chosen, rejected):
             return ["same_pair"]
-        shared = _common_prefix(chosen, rejected)
+        shared = common_prefix(chosen, rejected)
         if shared == 0 or shared in (len(chosen), len(rejected)):
             return ["implicit_prompt"]
         return [
@@ -526,31 +465,6 @@ class DatasetCheck(RowCheck):
             judged(reads["chosen"].tail(shared), COMPLETION, False),
             judged(reads["rejected"].tail(shared), COMPLETION, False),
         ]
-
-
-def _plain(value: Any) -> Any:
-    """A value as plain lists and dicts (null keys dropped), for comparing messages."""
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items() if not is_missing(v)}
-    if is_sequence(value):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _same(a: Any, b: Any) -> bool:
-    try:
-        return _plain(a) == _plain(b)
-    except RecursionError:  # nesting too deep to compare: not the same pair
-        return False
-
-
-def _common_prefix(a: list, b: list) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if not _same(x, y):
-            break
-        n += 1
-    return n
 
 
 __all__ = [

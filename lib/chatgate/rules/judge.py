@@ -1,22 +1,30 @@
-"""The one place where a conversation is judged.
+"""The rules of a conversation, as one ordered table: the first rule that applies gives the code.
 
 Every path (the reference check of one value, the Arrow batch checker, the row
-checks of the dataset types, every engine) turns a conversation into two lists,
-the role of each message and its content, and hands them to `judge`. Only the way
-a content is found blank depends on how it was decoded, so that is passed in.
+checks of the dataset types, every engine) turns a conversation into lists (the
+role of each message, its content and, for the options beyond the core check, a
+`messages.Extra` per message) and hands them to `judge`, which tries the rules of
+`RULES` in order. Only the way a content is found blank depends on how it was
+decoded, so that is passed in.
 
-The options of issue #6 also need a little more of each message (`extras`, one
-`messages.Extra` per message), and the dataset types judge parts of a row: a
-prompt (`part="prompt"`), a completion (`part="completion"`) or a whole
-conversation (`part="whole"`, the default). The rules run in `codes.ALL_REASONS`
-order, so the first that applies is the reported code.
+Each rule is a small function of a `Conversation` that returns True when the
+conversation breaks it, named after the code it gives. Its `when` names the
+switches it needs (`SWITCHES`): a rule is tried only when they are all on, so a
+format's active rules are chosen once (`active_rules`). The dataset types judge
+parts of a row: a prompt (`part="prompt"`), a completion (`part="completion"`) or
+a whole conversation (`part="whole"`, the default).
+
+The codes that need no conversation to decide (`not_messages`: the value holds
+none; the standard-format codes; `same_pair` and `implicit_prompt`, which compare
+two values of a row) are not in the table; `codes.ALL_REASONS` places them
+around its codes, whose order is the table's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from operator import eq
-from typing import Any
+from typing import Any, NamedTuple
 
 from .spec import DEVELOPER_ROLE, TOOL_ROLE, TOOL_ROLES, ChatFormat
 
@@ -30,6 +38,331 @@ WHOLE = "whole"
 PROMPT = "prompt"
 COMPLETION = "completion"
 PARTS = (WHOLE, PROMPT, COMPLETION)
+
+
+class Conversation:
+    """What the rules read of one conversation (see `judge` for the fields), and its
+    turns: the roles after the lead (a leading system message and, with harmony=True,
+    a developer message right after it). Which part of a row it is decides which
+    rules are tried (`active_rules`)."""
+
+    __slots__ = (
+        "roles",
+        "contents",
+        "fmt",
+        "is_blank",
+        "extras",
+        "declared",
+        "images",
+        "lead",
+        "turns",
+    )
+
+    def __init__(
+        self,
+        roles: Sequence[Any],
+        contents: Sequence[Any],
+        fmt: ChatFormat,
+        is_blank: Callable[[Any], bool],
+        extras: Sequence[Any] | None = None,
+        declared: Any = None,
+        images: Any = None,
+    ) -> None:
+        self.roles = roles
+        self.contents = contents
+        self.fmt = fmt
+        self.is_blank = is_blank
+        self.extras = extras
+        self.declared = declared
+        self.images = images
+        lead = 1 if roles and roles[0] == "system" else 0
+        if fmt.harmony and lead < len(roles) and roles[lead] == DEVELOPER_ROLE:
+            lead += 1
+        self.lead = lead
+        self.turns = roles[lead:]
+
+
+# --- The rules, in the order of the table ---------------------------------------------------
+
+
+def no_messages(c: Conversation) -> bool:
+    """Refuses an empty list of messages."""
+    return not c.roles
+
+
+def bad_message(c: Conversation) -> bool:
+    """Refuses a message that isn't a mapping with a string role."""
+    return BAD in c.roles  # identity first: no string equals the BAD marker
+
+
+def bad_tool_call(c: Conversation) -> bool:
+    """Refuses malformed `tool_calls`, and tool calls on a message that isn't the assistant's."""
+    return any(
+        x.calls is BAD or (x.calls is not None and role != "assistant")
+        for role, x in zip(c.roles, c.extras)
+    )
+
+
+def bad_thinking(c: Conversation) -> bool:
+    """Refuses a thinking value on a message that isn't the assistant's, or one that isn't a string."""
+    return any(
+        x.thinking is not MISSING and (role != "assistant" or not isinstance(x.thinking, str))
+        for role, x in zip(c.roles, c.extras)
+    )
+
+
+def bad_tools(c: Conversation) -> bool:
+    """Refuses a row whose `tools` value isn't a list of function schemas."""
+    return c.declared is BAD
+
+
+def tool_turn(c: Conversation) -> bool:
+    """Refuses a tool or function turn, and an assistant message with tool calls."""
+    return any(
+        role in TOOL_ROLES or x.source in TOOL_ROLES or x.calls is BAD or bool(x.calls)
+        for role, x in zip(c.roles, c.extras)
+    )
+
+
+def unknown_role(c: Conversation) -> bool:
+    """Refuses a role that isn't one of `roles=`."""
+    return not c.fmt.role_set.issuperset(c.roles)
+
+
+def system_position(c: Conversation) -> bool:
+    """Refuses a system message anywhere but first."""
+    return "system" in c.roles[1:]
+
+
+def developer_position(c: Conversation) -> bool:
+    """Refuses a developer message that isn't at the start (after an optional system
+    message), and a second one."""
+    return DEVELOPER_ROLE in c.roles[c.lead :]
+
+
+def missing_turn(c: Conversation) -> bool:
+    """Refuses a conversation without a user turn or without an assistant turn."""
+    turns = c.turns
+    return not ("user" in turns and "assistant" in turns)
+
+
+def first_role(c: Conversation) -> bool:
+    """Refuses a conversation without turns, or whose first turn isn't `first_role=`."""
+    turns = c.turns
+    return not turns or turns[0] != c.fmt.first_role
+
+
+def prompt_end(c: Conversation) -> bool:
+    """Refuses a prompt that doesn't end with a user turn (or a tool turn, with tools=True)."""
+    last = c.roles[-1]
+    return last != "user" and not (c.fmt.tools and last == TOOL_ROLE)
+
+
+def completion_role(c: Conversation) -> bool:
+    """Refuses a completion holding a turn that isn't the assistant's (or a tool's, with tools=True)."""
+    tools = c.fmt.tools
+    return any(role != "assistant" and not (tools and role == TOOL_ROLE) for role in c.roles)
+
+
+def orphan_tool(c: Conversation) -> bool:
+    """Refuses a tool message that answers no call of the assistant message before its run.
+
+    The tool messages right after an assistant message with k calls answer those
+    calls: at most k of them, each matching a call by `tool_call_id` (when the calls
+    have ids) and by `name` (when it has one).
+    """
+    calls: Any = None
+    answered = 0
+    for role, extra in zip(c.roles, c.extras):
+        if role != TOOL_ROLE:
+            calls = extra.calls if role == "assistant" and extra.calls is not BAD else None
+            answered = 0
+            continue
+        if not calls or answered >= len(calls) or not _answers(extra, calls):
+            return True
+        answered += 1
+    return False
+
+
+def not_alternating(c: Conversation) -> bool:
+    """Refuses two consecutive turns with the same role. With tools=True, tool turns
+    are transparent, and an assistant message after a tool run continues the
+    assistant's turn."""
+    turns = c.turns
+    if not c.fmt.tools:
+        return any(map(eq, turns, turns[1:]))
+    previous = None
+    after_tool = False
+    for role in turns:
+        if role == TOOL_ROLE:
+            after_tool = True
+            continue
+        if role == previous and not (after_tool and role == "assistant"):
+            return True
+        previous, after_tool = role, False
+    return False
+
+
+def last_role(c: Conversation) -> bool:
+    """Refuses a conversation whose last message isn't `last_role=` (a lone system message included)."""
+    return c.roles[-1] != c.fmt.last_role
+
+
+def unknown_tool(c: Conversation) -> bool:
+    """Refuses a call of a function that the row's tools don't declare."""
+    declared = c.declared
+    return any(call.name not in declared for x in c.extras if x.calls for call in x.calls)
+
+
+def empty_content(c: Conversation) -> bool:
+    """Refuses a message with no content (missing, null, blank text, or parts without
+    an image or text). With tools=True, an assistant message with tool calls may
+    have none."""
+    is_blank = c.is_blank
+    if c.fmt.tools and c.extras is not None:
+        return any(is_blank(content) and not x.calls for content, x in zip(c.contents, c.extras))
+    return any(map(is_blank, c.contents))
+
+
+def image_count(c: Conversation) -> bool:
+    """Refuses image parts that don't add up to the number of the row's images."""
+    images = c.images
+    return images is BAD or images != sum(x.images for x in c.extras)
+
+
+def _answers(extra: Any, calls: Sequence[Any]) -> bool:
+    """Does a tool message match the calls it answers (by id and by name, where given)?"""
+    ids = [call.id for call in calls if call.id is not None]
+    if extra.call_id is not None and ids and extra.call_id not in ids:
+        return False
+    return extra.name is None or extra.name in [call.name for call in calls]
+
+
+# --- The table ------------------------------------------------------------------------------
+
+
+class Rule(NamedTuple):
+    """One row of the table: the code, the rule, the switches it needs, and whether it
+    reads the contents (the others read roles, extras and the row's other columns)."""
+
+    code: str
+    applies: Callable[[Conversation], bool]
+    when: tuple[str, ...] = ()
+    reads_contents: bool = False
+
+
+def _rule(applies: Callable[[Conversation], bool], *when: str, reads_contents: bool = False) -> Rule:
+    """A row of the table, named after its rule."""
+    return Rule(applies.__name__, applies, when, reads_contents)
+
+
+RULES: tuple[Rule, ...] = (
+    _rule(no_messages),
+    _rule(bad_message),
+    _rule(bad_tool_call, "tools", "extras"),
+    _rule(bad_thinking, "thinking", "extras"),
+    _rule(bad_tools, "declared"),
+    _rule(tool_turn, "profile", "extras"),
+    _rule(unknown_role),
+    _rule(system_position, "system_role"),
+    _rule(developer_position, "harmony"),
+    _rule(missing_turn, "profile", "whole"),
+    _rule(first_role, "first_role", "not_completion"),
+    _rule(prompt_end, "prompt"),
+    _rule(completion_role, "completion"),
+    _rule(orphan_tool, "tools", "extras", "not_completion"),
+    _rule(not_alternating, "alternate"),
+    _rule(last_role, "last_role", "whole"),
+    _rule(unknown_tool, "declared", "extras"),
+    _rule(empty_content, "no_empty", reads_contents=True),
+    _rule(image_count, "images", "extras"),
+)
+"""Every rule of a conversation, in `codes.ALL_REASONS` order."""
+
+SWITCHES: tuple[str, ...] = (
+    "tools",
+    "thinking",
+    "profile",
+    "harmony",
+    "system_role",
+    "first_role",
+    "last_role",
+    "alternate",
+    "no_empty",
+    "extras",
+    "declared",
+    "images",
+    "whole",
+    "prompt",
+    "completion",
+    "not_completion",
+)
+"""What a rule's `when` can name: options of the format, inputs given to `judge`, parts."""
+
+
+def switches(
+    fmt: ChatFormat,
+    part: str = WHOLE,
+    *,
+    extras: bool = False,
+    declared: bool = False,
+    images: bool = False,
+) -> frozenset[str]:
+    """The switches that are on for `fmt`, a `part`, and the inputs given (extras, the
+    row's declared functions, the row's images)."""
+    on = {
+        "tools": fmt.tools,
+        "thinking": fmt.thinking is not None,
+        "profile": fmt.profile is not None,
+        "harmony": fmt.harmony,
+        "system_role": fmt.has_system,
+        "first_role": fmt.first_role is not None,
+        "last_role": fmt.last_role is not None,
+        "alternate": fmt.alternate,
+        "no_empty": not fmt.allow_empty,
+        "extras": extras,
+        "declared": declared,
+        "images": images,
+        "whole": part == WHOLE,
+        "prompt": part == PROMPT,
+        "completion": part == COMPLETION,
+        "not_completion": part != COMPLETION,
+    }
+    return frozenset(name for name, value in on.items() if value)
+
+
+def active_rules(
+    fmt: ChatFormat,
+    part: str = WHOLE,
+    *,
+    extras: bool = False,
+    declared: bool = False,
+    images: bool = False,
+) -> tuple[Rule, ...]:
+    """The rules of `RULES` whose switches are all on, in order; chosen once per format and inputs.
+
+    >>> [rule.code for rule in active_rules(ChatFormat(alternate=False, allow_empty=True))]
+    ['no_messages', 'bad_message', 'unknown_role', 'system_position']
+    """
+    return _rules_for(fmt, (part, extras, declared, images))
+
+
+def _rules_for(fmt: ChatFormat, key: tuple[str, bool, bool, bool]) -> tuple[Rule, ...]:
+    chosen = fmt.rule_cache.get(key)
+    if chosen is None:
+        part, extras, declared, images = key
+        on = switches(fmt, part, extras=extras, declared=declared, images=images)
+        chosen = tuple(rule for rule in RULES if on.issuperset(rule.when))
+        fmt.rule_cache[key] = chosen
+    return chosen
+
+
+def first_code(rules: Sequence[Rule], conversation: Conversation) -> str | None:
+    """The code of the first of `rules` that `conversation` breaks, or None."""
+    for code, applies, _, _ in rules:
+        if applies(conversation):
+            return code
+    return None
 
 
 def judge(
@@ -46,8 +379,8 @@ def judge(
     """The first problem code of a list of messages, or None when it is well formed.
 
     `roles[i]` is the role string of message i or `BAD`; `contents[i]` its content;
-    `extras[i]` (needed by the options of issue #6) what else the rules read of it.
-    `part` says which part of a row the messages are: a whole conversation, a
+    `extras[i]` (for the options beyond the core check) what else the rules read of
+    it. `part` says which part of a row the messages are: a whole conversation, a
     prompt (it must end with a user turn, or a tool turn with tools=True; the last
     role isn't checked) or a completion (assistant turns, and tool turns with
     tools=True, only; neither first nor last role is checked; its tool messages
@@ -58,136 +391,13 @@ def judge(
     >>> judge(["user", "user"], ["a", "b"], ChatFormat(), lambda c: not c)
     'not_alternating'
     """
-    if not roles:
-        return "no_messages"
-    if BAD in roles:  # identity first: no string equals the BAD marker
-        return "bad_message"
-    tools = fmt.tools
-    if extras is not None:
-        if tools and any(_bad_calls(role, x.calls) for role, x in zip(roles, extras)):
-            return "bad_tool_call"
-        if fmt.thinking is not None and any(
-            _bad_thinking(role, x.thinking) for role, x in zip(roles, extras)
-        ):
-            return "bad_thinking"
-    if declared is BAD:
-        return "bad_tools"
-    if (
-        fmt.profile is not None
-        and extras is not None
-        and any(_is_tool_turn(role, x) for role, x in zip(roles, extras))
-    ):
-        return "tool_turn"
-    if not fmt.role_set.issuperset(roles):
-        return "unknown_role"
-    if fmt.has_system and "system" in roles[1:]:
-        return "system_position"
-    lead = 1 if roles[0] == "system" else 0
-    if fmt.harmony:
-        if lead < len(roles) and roles[lead] == DEVELOPER_ROLE:
-            lead += 1
-        if DEVELOPER_ROLE in roles[lead:]:
-            return "developer_position"
-    turns = roles[lead:]
-    if fmt.profile is not None and part == WHOLE and not ("user" in turns and "assistant" in turns):
-        return "missing_turn"
-    if (
-        fmt.first_role is not None
-        and part != COMPLETION
-        and (not turns or turns[0] != fmt.first_role)
-    ):
-        return "first_role"
-    if part == PROMPT and roles[-1] != "user" and not (tools and roles[-1] == TOOL_ROLE):
-        return "prompt_end"
-    if part == COMPLETION and any(
-        role != "assistant" and not (tools and role == TOOL_ROLE) for role in roles
-    ):
-        return "completion_role"
-    if tools and part != COMPLETION and extras is not None and _orphan_tool(roles, extras):
-        return "orphan_tool"
-    if fmt.alternate and (_repeats_with_tools(turns) if tools else _repeats(turns)):
-        return "not_alternating"
-    if fmt.last_role is not None and part == WHOLE and roles[-1] != fmt.last_role:
-        return "last_role"
-    if (
-        declared is not None
-        and extras is not None
-        and any(call.name not in declared for x in extras if x.calls for call in x.calls)
-    ):
-        return "unknown_tool"
-    if not fmt.allow_empty and _any_blank(contents, extras if tools else None, is_blank):
-        return "empty_content"
-    if (
-        images is not None
-        and extras is not None
-        and (images is BAD or images != sum(x.images for x in extras))
-    ):
-        return "image_count"
+    key = (part, extras is not None, declared is not None, images is not None)
+    # `active_rules`, with its lookup inline: this runs once per conversation.
+    rules = fmt.rule_cache.get(key)
+    if rules is None:
+        rules = _rules_for(fmt, key)
+    conversation = Conversation(roles, contents, fmt, is_blank, extras, declared, images)
+    for code, applies, _, _ in rules:
+        if applies(conversation):
+            return code
     return None
-
-
-def _repeats(turns: Sequence[str]) -> bool:
-    return any(map(eq, turns, turns[1:]))
-
-
-def _repeats_with_tools(turns: Sequence[str]) -> bool:
-    """Consecutive turns share a role; tool turns are transparent, and an assistant
-    message after a tool run continues the assistant's turn."""
-    previous = None
-    after_tool = False
-    for role in turns:
-        if role == TOOL_ROLE:
-            after_tool = True
-            continue
-        if role == previous and not (after_tool and role == "assistant"):
-            return True
-        previous, after_tool = role, False
-    return False
-
-
-def _bad_calls(role: Any, calls: Any) -> bool:
-    return calls is BAD or (calls is not None and role != "assistant")
-
-
-def _bad_thinking(role: Any, thinking: Any) -> bool:
-    if thinking is MISSING:
-        return False
-    return role != "assistant" or not isinstance(thinking, str)
-
-
-def _is_tool_turn(role: Any, extra: Any) -> bool:
-    return (
-        role in TOOL_ROLES or extra.source in TOOL_ROLES or extra.calls is BAD or bool(extra.calls)
-    )
-
-
-def _orphan_tool(roles: Sequence[Any], extras: Sequence[Any]) -> bool:
-    """A tool message that answers no call of the assistant message before its run.
-
-    The tool messages right after an assistant message with k calls answer those
-    calls: at most k of them, each matching a call by `tool_call_id` (when the calls
-    have ids) and by `name` (when it has one).
-    """
-    calls: Any = None
-    answered = 0
-    for role, extra in zip(roles, extras):
-        if role != TOOL_ROLE:
-            calls = extra.calls if role == "assistant" and extra.calls is not BAD else None
-            answered = 0
-            continue
-        if not calls or answered >= len(calls):
-            return True
-        ids = [call.id for call in calls if call.id is not None]
-        if extra.call_id is not None and ids and extra.call_id not in ids:
-            return True
-        if extra.name is not None and extra.name not in [call.name for call in calls]:
-            return True
-        answered += 1
-    return False
-
-
-def _any_blank(contents: Sequence[Any], extras: Sequence[Any] | None, is_blank) -> bool:
-    if extras is None:
-        return any(map(is_blank, contents))
-    # An assistant message with tool calls may have empty or null content.
-    return any(is_blank(content) and not extra.calls for content, extra in zip(contents, extras))

@@ -1,7 +1,7 @@
 """Decoded values as the lists `judge` reads: roles, contents and, for the options, extras.
 
 The core check needs only a role and a content per message (`values.roles_and_contents`).
-The options of issue #6 need a little more of each message (its tool calls, what a
+The options beyond it need a little more of each message (its tool calls, what a
 tool message answers, its thinking, its image parts): `read_messages` reads that
 into one `Extra` per message. ShareGPT tags are mapped to roles here, before any rule.
 """

@@ -6,7 +6,8 @@ from typing import Any
 
 from .judge import judge
 from .messages import messages_in, read_messages
-from .spec import DEFAULT_ROLES, ChatFormat, format_of
+from .options import with_options
+from .spec import ChatFormat
 from .values import (
     NOT_JSON,
     blank_checker,
@@ -18,28 +19,11 @@ from .values import (
 )
 
 
-def first_problem(
-    value: Any,
-    *,
-    roles=DEFAULT_ROLES,
-    alternate: bool = True,
-    first_role: str | None = None,
-    last_role: str | None = None,
-    allow_empty: bool = False,
-    role_key: str = "role",
-    content_key: str = "content",
-    na_pass: bool = False,
-    tools: bool = False,
-    harmony: bool = False,
-    thinking_key: str | None = None,
-    sharegpt: bool = False,
-    text_key: str = "text",
-    image_token: str | None = None,
-    profile: str | None = None,
-) -> str | None:
+@with_options
+def first_problem(value: Any, **options: Any) -> str | None:
     """The first problem code of one conversation, or None when it is well formed.
 
-    The keyword arguments are the fields of `ChatFormat`.
+    The keyword arguments are the options of the check, listed below.
 
     >>> first_problem('[{"role": "user", "content": "Hi"}, {"role": "user", "content": "?"}]')
     'not_alternating'
@@ -48,8 +32,7 @@ def first_problem(
     >>> first_problem([{"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Yo"}], sharegpt=True) is None
     True
     """
-    fmt = format_of(locals())
-    return problem_of(value, fmt)
+    return problem_of(value, ChatFormat(**options))
 
 
 def problem_of(

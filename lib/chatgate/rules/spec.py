@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
 
@@ -38,7 +38,7 @@ against `roles=` like any role).
 """
 
 SAMPLE_ROLES: tuple[str, ...] = ("system", "user", "assistant")
-"""The only roles of the sample profile (seed 001)."""
+"""The only roles of the sample profile."""
 
 TOOL_ROLES: frozenset[str] = frozenset(
     {"tool", "function", "ipython", "observation", "function_call"}
@@ -48,12 +48,18 @@ TOOL_ROLES: frozenset[str] = frozenset(
 PROFILES: tuple[str, ...] = ("sample",)
 
 
+def _option(default: Any, help: str, metavar: str | None = None, choices: tuple[str, ...] | None = None) -> Any:
+    """A field of ChatFormat: an option of the check, with what users read of it."""
+    return field(default=default, metadata={"help": help, "metavar": metavar, "choices": choices})
+
+
 @dataclass(frozen=True)
 class ChatFormat:
     """What a well-formed conversation is (the keyword arguments of the check).
 
-    The first eight fields are the core check. The others switch on the rules of
-    issue #6; at their defaults the check is exactly the core one.
+    The first eight fields are the core check. The others switch on more rules
+    (tool calling, Harmony, ShareGPT, vision, a profile); at their defaults the
+    check is exactly the core one.
 
     - `tools`: tool calling. The `tool` role is added to `roles`; an assistant
       message's `tool_calls` must be a list of `{"type": "function", "function":
@@ -78,7 +84,7 @@ class ChatFormat:
       transformers format, `"value"` in LLaMA-Factory's v1 format).
     - `image_token`: a placeholder such as `"<image>"` counted as one image in text
       contents, when the row's images are counted (LLaMA-Factory's format).
-    - `profile`: `"sample"` adds the sample type's rules (seed 001): roles system,
+    - `profile`: `"sample"` adds the rules of a conversation sample type: roles system,
       user and assistant only; at least one user and one assistant turn; tool and
       function turns refused (`tool_turn`). See `sample_profile()`.
 
@@ -90,24 +96,38 @@ class ChatFormat:
     'from'
     """
 
-    roles: tuple[str, ...] = DEFAULT_ROLES
-    alternate: bool = True
-    first_role: str | None = None
-    last_role: str | None = None
-    allow_empty: bool = False
-    role_key: str = "role"
-    content_key: str = "content"
-    na_pass: bool = False
-    tools: bool = False
-    harmony: bool = False
-    thinking_key: str | None = None
-    sharegpt: bool = False
-    text_key: str = "text"
-    image_token: str | None = None
-    profile: str | None = None
+    roles: tuple[str, ...] = _option(DEFAULT_ROLES, "the roles allowed", "ROLE")
+    alternate: bool = _option(True, "turns after a leading system message alternate roles")
+    first_role: str | None = _option(None, "the role of the first turn after a leading system message", "ROLE")
+    last_role: str | None = _option(None, "the role of the last message, e.g. assistant", "ROLE")
+    allow_empty: bool = _option(False, "let messages with empty or blank content pass")
+    role_key: str = _option("role", "the key of a message's role", "KEY")
+    content_key: str = _option("content", "the key of a message's content", "KEY")
+    na_pass: bool = _option(False, "let missing values (null) pass")
+    tools: bool = _option(False, "tool calling: the tool role, tool_calls on assistant messages, answered calls")
+    harmony: bool = _option(False, "Harmony: the developer role and the assistant's thinking key")
+    thinking_key: str | None = _option(None, "a key holding the assistant's reasoning, checked as text", "KEY")
+    sharegpt: bool = _option(False, "ShareGPT messages: from/value keys, human/gpt tags mapped to roles")
+    text_key: str = _option("text", "the key of a text part's text in list contents", "KEY")
+    image_token: str | None = _option(None, "a placeholder counted as one image in text, e.g. <image>", "TOKEN")
+    profile: str | None = _option(None, "a set of stricter rules", "NAME", choices=PROFILES)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "roles", _role_tuple(self.roles))
+        self._check_types()
+        self._check_profile()
+        if self.sharegpt:
+            if self.role_key == "role":
+                object.__setattr__(self, "role_key", "from")
+            if self.content_key == "content":
+                object.__setattr__(self, "content_key", "value")
+        added = ((TOOL_ROLE,) if self.tools else ()) + ((DEVELOPER_ROLE,) if self.harmony else ())
+        extra = tuple(role for role in added if role not in self.roles)
+        if extra:
+            object.__setattr__(self, "roles", self.roles + extra)
+        self._check_end_roles()
+
+    def _check_types(self) -> None:
         for key in ("role_key", "content_key", "text_key"):
             if not isinstance(getattr(self, key), str):
                 raise TypeError(f"{key}= must be a string, not {type(getattr(self, key)).__name__}")
@@ -120,16 +140,8 @@ class ChatFormat:
                 raise TypeError(f"{key}= must be a string or None, not {value!r}")
             if value == "":
                 raise ValueError(f"{key}= is empty: give a key or None")
-        self._check_profile()
-        if self.sharegpt:
-            if self.role_key == "role":
-                object.__setattr__(self, "role_key", "from")
-            if self.content_key == "content":
-                object.__setattr__(self, "content_key", "value")
-        added = ((TOOL_ROLE,) if self.tools else ()) + ((DEVELOPER_ROLE,) if self.harmony else ())
-        extra = tuple(role for role in added if role not in self.roles)
-        if extra:
-            object.__setattr__(self, "roles", self.roles + extra)
+
+    def _check_end_roles(self) -> None:
         for key in ("first_role", "last_role"):
             role = getattr(self, key)
             if role is None:
@@ -193,24 +205,14 @@ class ChatFormat:
         >>> ChatFormat(tools=True).codes()[-3:]
         ('orphan_tool', 'not_alternating', 'empty_content')
         """
-        from .codes import ALL_REASONS
+        from .judge import active_rules
 
-        possible = {"not_messages", "no_messages", "bad_message", "unknown_role"}
-        flags = {
-            "system_position": self.has_system,
-            "first_role": self.first_role is not None,
-            "not_alternating": self.alternate,
-            "last_role": self.last_role is not None,
-            "empty_content": not self.allow_empty,
-            "bad_tool_call": self.tools,
-            "orphan_tool": self.tools,
-            "bad_thinking": self.thinking is not None,
-            "developer_position": self.harmony,
-            "tool_turn": self.profile is not None,
-            "missing_turn": self.profile is not None,
-        }
-        possible |= {code for code, on in flags.items() if on}
-        return tuple(code for code in ALL_REASONS if code in possible)
+        return ("not_messages", *(rule.code for rule in active_rules(self, extras=True)))
+
+    @cached_property
+    def rule_cache(self) -> dict:
+        """The rules that apply under this format, chosen once per part and inputs (`judge.active_rules`)."""
+        return {}
 
     def as_dict(self) -> dict:
         """The parameters as plain JSON-ready values."""
@@ -219,17 +221,8 @@ class ChatFormat:
         return out
 
 
-def format_of(arguments: dict[str, Any]) -> ChatFormat:
-    """The ChatFormat of a function's keyword arguments named as its fields (`format_of(locals())`).
-
-    The public entry points spell every field out in their signatures; this keeps
-    their bodies from spelling them out again.
-    """
-    return ChatFormat(**{f.name: arguments[f.name] for f in fields(ChatFormat) if f.name in arguments})
-
-
 def sample_profile(**overrides) -> ChatFormat:
-    """The sample type of seed 001 as a format: what a ConversationSample accepts.
+    """The conversation sample type as a format: what such a sample accepts.
 
     Roles system, user and assistant only, a system message at most once and only
     first, at least one user and one assistant turn, tool turns refused. The type

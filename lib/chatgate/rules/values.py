@@ -184,3 +184,34 @@ def _is_blank_text_part(part: Any, text_key: str = "text") -> bool:
         or is_missing(text)
         or (isinstance(text, str) and (not text or text.isspace()))
     )
+
+
+def _plain(value: Any) -> Any:
+    """A value as plain lists and dicts (null keys dropped), for comparing messages."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items() if not is_missing(v)}
+    if is_sequence(value):
+        return [_plain(v) for v in value]
+    return value
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Are two values the same as plain lists and dicts (null keys dropped)?
+
+    >>> same_value({"role": "user", "name": None}, {"role": "user"})
+    True
+    """
+    try:
+        return _plain(a) == _plain(b)
+    except RecursionError:  # nesting too deep to compare: not the same pair
+        return False
+
+
+def common_prefix(a: list, b: list) -> int:
+    """How many leading items two lists share (`same_value`)."""
+    n = 0
+    for x, y in zip(a, b):
+        if not same_value(x, y):
+            break
+        n += 1
+    return n

@@ -1,0 +1,88 @@
+"""The format of a dataset column's values: conversational or standard.
+
+A value is conversational when it is a list of messages (native, or JSON text of
+a list or of an object such as `{"messages": [...]}`), standard when it is other
+text. With `format="auto"` each row of a dataset type is read in the format of its
+values, and a row that mixes both is `mixed_format`. With `format="conversational"`
+or `"standard"` every value must be of that format: a value of the other one is
+`mixed_format` (JSON text that fails to decode is `not_messages` there). The
+verdict of a row never depends on other rows; to flag the minority of a column
+that mixes formats, count the formats of the whole column (`format_counts`, which
+adds up across batches and partitions) and pin the majority (`majority_format`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from .checks import column_values
+from .values import NOT_JSON, is_missing, is_sequence, parse_json
+
+AUTO, CONVERSATIONAL, STANDARD = "auto", "conversational", "standard"
+FORMATS: tuple[str, ...] = (AUTO, CONVERSATIONAL, STANDARD)
+
+MISSING_VALUE, CONV, TEXT, BROKEN, OTHER = "missing", "conv", "text", "broken", "other"
+"""The kinds of value `classify` tells apart."""
+
+
+def classify(value: Any, mode: str) -> tuple[str, Any]:
+    """(kind, decoded value): missing, conv(ersation), text, broken (JSON) or other."""
+    if is_missing(value):
+        return MISSING_VALUE, None
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        try:
+            value = str(value, "utf-8")
+        except UnicodeDecodeError:
+            return (OTHER if mode == STANDARD else BROKEN), None
+    if isinstance(value, str):
+        if mode == STANDARD:
+            return TEXT, value
+        start = value.lstrip()[:1]
+        if start in ("[", "{"):
+            decoded = parse_json(str(value))
+            if decoded is not NOT_JSON and (isinstance(decoded, Mapping) or is_sequence(decoded)):
+                return CONV, decoded
+            if mode == CONVERSATIONAL:
+                return BROKEN, None
+        return TEXT, value
+    if isinstance(value, Mapping) or is_sequence(value):
+        return CONV, value
+    return OTHER, value
+
+
+def value_format(value: Any) -> str | None:
+    """ "conversational", "standard" or None (missing, or neither text nor a conversation).
+
+    >>> value_format("The sky is"), value_format('[{"role": "user", "content": "Hi"}]'), value_format(None)
+    ('standard', 'conversational', None)
+    """
+    kind, _ = classify(value, AUTO)
+    return {CONV: CONVERSATIONAL, TEXT: STANDARD}.get(kind)
+
+
+def format_counts(values: pa.Array | pa.ChunkedArray | Iterable[Any]) -> dict[str, int]:
+    """How many values of a column are conversational, standard, or neither (missing included).
+
+    Counts add up across batches and partitions; see `majority_format`.
+
+    >>> format_counts(["The sky is", '[{"role": "user", "content": "Hi"}]', None])
+    {'conversational': 1, 'standard': 1, 'other': 1}
+    """
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        values = column_values(pa.table({"v": values}), "v")
+    counts = {CONVERSATIONAL: 0, STANDARD: 0, "other": 0}
+    for value in values:
+        counts[value_format(value) or "other"] += 1
+    return counts
+
+
+def majority_format(counts: Mapping[str, int]) -> str:
+    """The format to pin for a column with these `format_counts` (ties: conversational).
+
+    >>> majority_format({"conversational": 2, "standard": 5, "other": 0})
+    'standard'
+    """
+    return STANDARD if counts.get(STANDARD, 0) > counts.get(CONVERSATIONAL, 0) else CONVERSATIONAL

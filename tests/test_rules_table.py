@@ -1,0 +1,370 @@
+"""The table of rules (`judge.RULES`): its order is the order of the codes, and the batch
+checker's fast path is built from it."""
+
+from __future__ import annotations
+
+import inspect
+import json
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from chatgate.rules import (
+    ALL_REASONS,
+    REASONS,
+    ChatFormat,
+    check_batch,
+    first_problem,
+    sample_profile,
+)
+from chatgate.rules.batch import _StrictPath
+from chatgate.rules.judge import (
+    COMPLETION,
+    PARTS,
+    PROMPT,
+    RULES,
+    SWITCHES,
+    WHOLE,
+    Conversation,
+    active_rules,
+    first_code,
+    judge,
+    switches,
+)
+from chatgate.rules.messages import read_messages
+from chatgate.rules.values import blank_checker
+
+try:
+    from plain_reference import plain_problem
+    from strategies import chat_formats
+except ImportError:  # tests/ imported as a package
+    from tests.plain_reference import plain_problem
+    from tests.strategies import chat_formats
+
+SETTINGS = settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+TABLE_CODES = [
+    "no_messages",
+    "bad_message",
+    "bad_tool_call",
+    "bad_thinking",
+    "bad_tools",
+    "tool_turn",
+    "unknown_role",
+    "system_position",
+    "developer_position",
+    "missing_turn",
+    "first_role",
+    "prompt_end",
+    "completion_role",
+    "orphan_tool",
+    "not_alternating",
+    "last_role",
+    "unknown_tool",
+    "empty_content",
+    "image_count",
+]
+
+
+def test_the_table_in_order():
+    assert [rule.code for rule in RULES] == TABLE_CODES
+
+
+def test_all_reasons_is_the_table_order_with_the_codes_decided_elsewhere():
+    assert ALL_REASONS == (
+        "not_messages",
+        "mixed_format",
+        "not_text",
+        "not_label",
+        "no_messages",
+        "empty_text",
+        "bad_message",
+        "bad_tool_call",
+        "bad_thinking",
+        "bad_tools",
+        "tool_turn",
+        "unknown_role",
+        "system_position",
+        "developer_position",
+        "missing_turn",
+        "first_role",
+        "prompt_end",
+        "completion_role",
+        "orphan_tool",
+        "not_alternating",
+        "last_role",
+        "unknown_tool",
+        "empty_content",
+        "image_count",
+        "same_pair",
+        "implicit_prompt",
+    )
+    table = [rule.code for rule in RULES]
+    assert [code for code in ALL_REASONS if code in table] == table
+    # The others are decided before any conversation is read, or by comparing two values.
+    assert [code for code in ALL_REASONS if code not in table] == [
+        "not_messages",
+        "mixed_format",
+        "not_text",
+        "not_label",
+        "empty_text",
+        "same_pair",
+        "implicit_prompt",
+    ]
+    assert [code for code in REASONS if code in table] == list(REASONS[1:])
+
+
+def test_each_rule_says_what_it_refuses():
+    for rule in RULES:
+        assert rule.applies.__name__ == rule.code
+        assert inspect.getdoc(rule.applies).startswith("Refuses "), rule.code
+
+
+def test_switches_are_named_once():
+    used = {name for rule in RULES for name in rule.when}
+    assert used == set(SWITCHES)
+    fmt = ChatFormat(tools=True, harmony=True, first_role="user", last_role="assistant")
+    everything = switches(fmt, WHOLE, extras=True, declared=True, images=True)
+    assert everything == set(SWITCHES) - {"profile", "prompt", "completion"}
+    assert switches(sample_profile(), PROMPT) == {
+        "profile",
+        "system_role",
+        "prompt",
+        "not_completion",
+    }
+
+
+def test_active_rules_of_the_core_defaults():
+    assert [rule.code for rule in active_rules(ChatFormat())] == [
+        "no_messages",
+        "bad_message",
+        "unknown_role",
+        "system_position",
+        "not_alternating",
+        "empty_content",
+    ]
+    fmt = ChatFormat(roles=["user", "assistant"], first_role="user", last_role="assistant")
+    assert [rule.code for rule in active_rules(fmt)] == [
+        "no_messages",
+        "bad_message",
+        "unknown_role",
+        "first_role",
+        "not_alternating",
+        "last_role",
+        "empty_content",
+    ]
+
+
+def test_active_rules_of_the_parts_of_a_row():
+    fmt = ChatFormat(tools=True, first_role="user", last_role="assistant")
+    codes = {
+        part: [rule.code for rule in active_rules(fmt, part, extras=True, declared=True)]
+        for part in PARTS
+    }
+    assert codes[WHOLE] == [
+        "no_messages",
+        "bad_message",
+        "bad_tool_call",
+        "bad_tools",
+        "unknown_role",
+        "system_position",
+        "first_role",
+        "orphan_tool",
+        "not_alternating",
+        "last_role",
+        "unknown_tool",
+        "empty_content",
+    ]
+    assert codes[PROMPT] == [
+        "no_messages",
+        "bad_message",
+        "bad_tool_call",
+        "bad_tools",
+        "unknown_role",
+        "system_position",
+        "first_role",
+        "prompt_end",
+        "orphan_tool",
+        "not_alternating",
+        "unknown_tool",
+        "empty_content",
+    ]
+    assert codes[COMPLETION] == [
+        "no_messages",
+        "bad_message",
+        "bad_tool_call",
+        "bad_tools",
+        "unknown_role",
+        "system_position",
+        "completion_role",
+        "not_alternating",
+        "unknown_tool",
+        "empty_content",
+    ]
+
+
+def test_active_rules_are_chosen_once_per_format():
+    fmt = ChatFormat(last_role="assistant")
+    assert active_rules(fmt) is active_rules(fmt)
+    assert active_rules(fmt) is not active_rules(fmt, PROMPT)
+
+
+@pytest.mark.parametrize(
+    "fmt, codes",
+    [
+        (
+            ChatFormat(),
+            (
+                "not_messages",
+                "no_messages",
+                "bad_message",
+                "unknown_role",
+                "system_position",
+                "not_alternating",
+                "empty_content",
+            ),
+        ),
+        (
+            ChatFormat(harmony=True, allow_empty=True, alternate=False),
+            (
+                "not_messages",
+                "no_messages",
+                "bad_message",
+                "bad_thinking",
+                "unknown_role",
+                "system_position",
+                "developer_position",
+            ),
+        ),
+        (
+            sample_profile(),
+            (
+                "not_messages",
+                "no_messages",
+                "bad_message",
+                "tool_turn",
+                "unknown_role",
+                "system_position",
+                "missing_turn",
+            ),
+        ),
+    ],
+    ids=["defaults", "harmony", "sample"],
+)
+def test_format_codes_come_from_the_table(fmt, codes):
+    assert fmt.codes() == codes
+
+
+# --- The batch checker's fast path ------------------------------------------------------------
+
+
+def test_the_strict_path_splits_the_table():
+    strict = _StrictPath.of(ChatFormat(first_role="user", last_role="assistant"))
+    assert [rule.code for rule in strict.role_rules] == [
+        "no_messages",
+        "bad_message",
+        "unknown_role",
+        "system_position",
+        "first_role",
+        "not_alternating",
+        "last_role",
+    ]
+    assert [rule.code for rule in strict.content_rules] == ["empty_content"]
+    assert _StrictPath.of(ChatFormat(allow_empty=True)).content_rules == ()
+
+
+def test_only_empty_content_reads_the_contents():
+    # The strict path remembers the verdict of the other rules per sequence of roles,
+    # and tests blank contents as `is_blank` does for strings.
+    assert [rule.code for rule in RULES if rule.reads_contents] == ["empty_content"]
+
+
+class Untouchable:
+    """Contents that no rule but a content rule may read."""
+
+    def _refuse(self, *args):
+        raise AssertionError("a rule that doesn't read the contents read them")
+
+    __iter__ = __len__ = __getitem__ = __contains__ = __bool__ = _refuse
+
+
+OPTIONS = st.fixed_dictionaries(
+    {
+        "tools": st.booleans(),
+        "harmony": st.booleans(),
+        "thinking_key": st.none() | st.just("reasoning_content"),
+        "first_role": st.none() | st.sampled_from(["user", "assistant"]),
+        "last_role": st.none() | st.sampled_from(["user", "assistant"]),
+        "alternate": st.booleans(),
+    }
+)
+MESSAGES = st.lists(
+    st.fixed_dictionaries(
+        {"role": st.sampled_from(["system", "developer", "user", "assistant", "tool", "bot"])},
+        optional={
+            "content": st.sampled_from(["x", "", None]),
+            "tool_calls": st.sampled_from(
+                [None, [], [{"function": {"name": "f", "arguments": {}}}], "bad"]
+            ),
+            "tool_call_id": st.sampled_from(["a", 1]),
+            "name": st.sampled_from(["f", "g"]),
+            "reasoning_content": st.sampled_from(["why", 3]),
+            "thinking": st.just("why"),
+        },
+    ),
+    max_size=6,
+)
+
+
+@SETTINGS
+@given(OPTIONS, MESSAGES, st.sampled_from(PARTS), st.sampled_from([None, frozenset({"f"})]))
+def test_rules_that_dont_read_contents_never_touch_them(options, messages, part, declared):
+    fmt = ChatFormat(allow_empty=True, **options)
+    read = read_messages(messages, fmt, extras=True)
+    images = len(messages) % 2
+    rules = active_rules(fmt, part, extras=True, declared=declared is not None, images=True)
+    conversation = Conversation(
+        read.roles, Untouchable(), fmt, blank_checker("text"), read.extras, declared, images
+    )
+    with_contents = Conversation(
+        read.roles, read.contents, fmt, blank_checker("text"), read.extras, declared, images
+    )
+    assert first_code(rules, conversation) == judge(
+        read.roles,
+        read.contents,
+        fmt,
+        blank_checker("text"),
+        read.extras,
+        part=part,
+        declared=declared,
+        images=images,
+    )
+    assert first_code(rules, conversation) == first_code(rules, with_contents)
+
+
+@settings(SETTINGS, max_examples=500)
+@given(
+    chat_formats().filter(lambda kw: kw["role_key"] != kw["content_key"]),
+    st.lists(st.integers(0, 4), max_size=4),
+    st.lists(st.sampled_from(["Hi", "", " \n", "\u3000", "ok"]), max_size=6),
+)
+def test_the_strict_path_agrees_with_the_plain_reference(kwargs, picks, contents):
+    """Conversations the strict decoder accepts (allowed roles, string contents), judged
+    by the table split in two, and as native values, against the plain reference."""
+
+    roles = list(kwargs["roles"])
+    messages = [
+        {kwargs["role_key"]: roles[pick % len(roles)], kwargs["content_key"]: content}
+        for pick, content in zip(picks, contents + ["x"] * len(picks))
+    ]
+    text = json.dumps(messages)
+    expected = plain_problem(text, **kwargs)
+    assert check_batch(pa.array([text, text]), **kwargs).to_pylist() == [expected, expected]
+    assert first_problem(messages, **kwargs) == expected
