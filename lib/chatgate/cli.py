@@ -15,6 +15,8 @@ from . import __version__
 from .engines.base import DEDUP_MODES
 from .errors import ChatgateError, ConfigError
 from .job.config import ENGINES, load_config
+from .rules import FORMATS
+from .rules.options import chat_options
 
 EXIT_USAGE = 2  # a bad flag, config key or column, as argparse does
 EXIT_FAILURE = 1  # the job itself failed: unreadable source, write error, ...
@@ -45,24 +47,14 @@ def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--source-version", dest="source_version", type=int, metavar="N",
                    help="read this Delta version of the source (default: the latest, pinned for the whole run)")
     p.add_argument("--column", dest="columns", action="append", metavar="NAME", help="chat column; repeat for more")
-    p.add_argument("--roles", help="allowed roles, comma-separated (default: system,user,assistant)")
-    p.add_argument("--first-role", dest="first_role", help="role of the first turn after a system message")
-    p.add_argument("--last-role", dest="last_role", help="role of the last message, e.g. assistant")
-    p.add_argument("--allow-empty", dest="allow_empty", action="store_true", default=None)
-    p.add_argument("--no-alternate", dest="alternate", action="store_false", default=None)
-    p.add_argument("--na-pass", dest="na_pass", action="store_true", default=None, help="missing values pass")
-    p.add_argument("--role-key", dest="role_key", help="key of the role in each message (default: role)")
-    p.add_argument("--content-key", dest="content_key", help="key of the content (default: content)")
-    p.add_argument("--tools", action="store_true", default=None, help="tool calling: tool turns, tool_calls")
+    add_check_flags(p)
     p.add_argument("--tools-column", dest="tools_column", help="the row's declared tools (with --tools)")
     p.add_argument("--images-column", dest="images_column", help="the row's images: one image part each")
-    p.add_argument("--harmony", action="store_true", default=None, help="Harmony: developer role, thinking")
-    p.add_argument("--sharegpt", action="store_true", default=None, help="ShareGPT from/value messages")
-    p.add_argument("--profile", choices=("sample",), help="the stricter sample profile")
     p.add_argument("--dataset-type", dest="dataset_type",
                    help="check a TRL dataset type: auto (detect), language_modeling, prompt_only, "
                    "prompt_completion, preference, implicit_preference, unpaired_preference")
-    p.add_argument("--dataset-format", dest="dataset_format", choices=("auto", "conversational", "standard"))
+    p.add_argument("--dataset-format", dest="dataset_format", choices=FORMATS,
+                   help="conversational (message lists), standard (plain text), or auto (detect)")
     p.add_argument("--quarantine", help="where failing rows go (Delta)")
     p.add_argument("--summary", help="where the per-step summary goes (Delta)")
     p.add_argument("--valid", help="where passing rows go (Delta, optional)")
@@ -74,6 +66,21 @@ def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="print only the summary")
     p.add_argument("--debug", action="store_true", help="on failure, print the whole traceback")
     return p
+
+
+def add_check_flags(p: argparse.ArgumentParser) -> None:
+    """One flag per option of the check, derived from ChatFormat: `--name VALUE`, or `--name/--no-name`."""
+    for option in chat_options():
+        if isinstance(option.default, bool):
+            p.add_argument(option.flag, dest=option.name, action=argparse.BooleanOptionalAction, default=None,
+                           help=f"{option.help} (default: {'yes' if option.default else 'no'})")
+        elif isinstance(option.default, tuple):
+            p.add_argument(option.flag, dest=option.name, metavar=f"{option.metavar},...",
+                           help=f"{option.help}, comma-separated (default: {','.join(option.default)})")
+        else:
+            default = "" if option.default is None else f" (default: {option.default})"
+            p.add_argument(option.flag, dest=option.name, choices=option.choices,
+                           metavar=None if option.choices else option.metavar, help=option.help + default)
 
 
 def override_keys() -> frozenset[str]:

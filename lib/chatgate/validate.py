@@ -7,7 +7,7 @@ data's own engine. Reports and extracts read what the steps found.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
@@ -18,8 +18,8 @@ from .errors import ChatgateError
 from .names import API_RESERVED
 from .pipeline import judge_step, preflight
 from .report import StepReport, render_html, render_text
-from .rules import DEFAULT_ROLES, ChatCheck, ChatFormat, RowCheck, dataset_checks
-from .rules.spec import format_of
+from .rules import ChatCheck, ChatFormat, RowCheck, dataset_checks
+from .rules.options import option_names, options_doc, signature_with_options, with_options
 from .selectors import Column, Selector, resolve_columns
 from .steps import ASSERTION_TYPE, DATASET_ASSERTION_TYPE, DEFAULT_DIMENSION, Step
 from .thresholds import Actions, Thresholds, normalize_thresholds, run_actions
@@ -77,52 +77,31 @@ class Validate:
 
     # -- the plan ---------------------------------------------------------------
 
-    def col_vals_chat_format(
-        self,
-        columns: Any,
-        roles: Sequence[str] = DEFAULT_ROLES,
-        alternate: bool = True,
-        first_role: str | None = None,
-        last_role: str | None = None,
-        allow_empty: bool = False,
-        role_key: str = "role",
-        content_key: str = "content",
-        na_pass: bool = False,
-        pre: Callable[[Any], Any] | None = None,
-        segments: Any = None,
-        thresholds: Any = None,
-        actions: Actions | None = None,
-        brief: str | bool | None = None,
-        active: bool | Callable[[Any], Any] = True,
-        dimension: str | None = None,
-        *,
-        dedup: Dedup = "auto",
-        tools: bool = False,
-        harmony: bool = False,
-        thinking_key: str | None = None,
-        sharegpt: bool = False,
-        text_key: str = "text",
-        image_token: str | None = None,
-        profile: str | None = None,
-        tools_column: str | None = None,
-        images_column: str | None = None,
-    ) -> Validate:
+    def col_vals_chat_format(self, *args: Any, **kwargs: Any) -> Validate:
         """Check that each value of `columns` is a well-formed chat conversation.
 
-        One step per column (and per segment). The keyword-only options extend the
-        check (tool calls, Harmony, ShareGPT, vision, the sample profile); see the
-        README for them and for the problem codes.
+        One step per column (and per segment). The core options may be given by
+        position after `columns`, as in pointblank; the others (tool calls,
+        Harmony, ShareGPT, vision, profiles) by keyword. See the README for them
+        and for the problem codes.
         """
-        fmt = format_of(locals())
+        given = _CHAT_FORMAT_STEP.bind(self, *args, **kwargs)
+        given.apply_defaults()
+        arguments = dict(given.arguments)
+        fmt = ChatFormat(**{name: arguments.pop(name) for name in option_names()})
+        tools_column, images_column = arguments["tools_column"], arguments["images_column"]
         ChatCheck("_", fmt, tools_column, images_column)  # fail fast on the extra columns
 
         def make_check(column: str) -> RowCheck:
             return ChatCheck(column, fmt, tools_column, images_column)
 
         return self._add(
-            columns, fmt, make_check, pre, segments, thresholds, actions, brief, active, dimension, dedup
+            arguments["columns"], fmt, make_check, arguments["pre"], arguments["segments"],
+            arguments["thresholds"], arguments["actions"], arguments["brief"], arguments["active"],
+            arguments["dimension"], arguments["dedup"],
         )
 
+    @with_options
     def col_vals_dataset_type(
         self,
         dataset_type: str | None = None,
@@ -520,3 +499,27 @@ def _step_json(s: Step) -> dict[str, Any]:
         "proc_duration_s": s.seconds,
         "notes": s.note(),
     }
+
+
+def _chat_format_step(
+    self: Validate,
+    columns: Any,
+    pre: Callable[[Any], Any] | None = None,
+    segments: Any = None,
+    thresholds: Any = None,
+    actions: Actions | None = None,
+    brief: str | bool | None = None,
+    active: bool | Callable[[Any], Any] = True,
+    dimension: str | None = None,
+    *,
+    dedup: Dedup = "auto",
+    tools_column: str | None = None,
+    images_column: str | None = None,
+) -> Validate:
+    """The step parameters of `col_vals_chat_format`; the check's options are added from ChatFormat."""
+    raise NotImplementedError  # pragma: no cover - a signature only
+
+
+_CHAT_FORMAT_STEP = signature_with_options(_chat_format_step, core_positional=True, after="columns")
+Validate.col_vals_chat_format.__signature__ = _CHAT_FORMAT_STEP  # type: ignore[attr-defined]
+Validate.col_vals_chat_format.__doc__ = (Validate.col_vals_chat_format.__doc__ or "") + options_doc()

@@ -1,0 +1,90 @@
+"""Every option of the check, declared once in ChatFormat, reaches every entry point.
+
+Adding an option to ChatFormat without a value here fails the first test: each
+new option is then tried from Python, YAML, the command line and Airflow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+
+import pyarrow as pa
+import pytest
+
+import chatgate as pb
+from chatgate.airflow import run_chatgate
+from chatgate.cli import add_run_arguments, build_parser, check_overrides
+from chatgate.job.config import build_config
+from chatgate.rules.options import chat_options
+
+# A value other than the default for each option, valid on its own; and as the command line spells it.
+VALUES = {
+    "roles": (("user", "assistant"), ["--roles", "user,assistant"]),
+    "alternate": (False, ["--no-alternate"]),
+    "first_role": ("user", ["--first-role", "user"]),
+    "last_role": ("assistant", ["--last-role", "assistant"]),
+    "allow_empty": (True, ["--allow-empty"]),
+    "role_key": ("speaker", ["--role-key", "speaker"]),
+    "content_key": ("text", ["--content-key", "text"]),
+    "na_pass": (True, ["--na-pass"]),
+    "tools": (True, ["--tools"]),
+    "harmony": (True, ["--harmony"]),
+    "thinking_key": ("reasoning", ["--thinking-key", "reasoning"]),
+    "sharegpt": (True, ["--sharegpt"]),
+    "text_key": ("value", ["--text-key", "value"]),
+    "image_token": ("<image>", ["--image-token", "<image>"]),
+    "profile": ("sample", ["--profile", "sample"]),
+}
+NAMES = [o.name for o in chat_options()]
+BASE = {"source": "lake/chats", "columns": ["messages"], "outputs": {"quarantine": "q", "summary": "s"}}
+
+
+def test_every_option_has_a_value_to_try_and_help_text():
+    assert sorted(VALUES) == sorted(NAMES)
+    for option in chat_options():
+        assert option.help and not option.help.endswith(".")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_an_option_reaches_the_python_functions(name):
+    value, _ = VALUES[name]
+    for function in (pb.first_problem, pb.check_batch, pb.Validate.col_vals_chat_format, pb.Validate.col_vals_dataset_type):
+        parameter = inspect.signature(function).parameters[name]
+        assert parameter.default == getattr(pb.ChatFormat(), name)
+        assert f"`{name}`" in (function.__doc__ or "")
+    pb.first_problem("[]", **{name: value})
+    pb.check_batch(pa.array(["[]"]), **{name: value})
+    validation = pb.Validate(pa.table({"messages": ["[]"]}).to_pandas()).col_vals_chat_format("messages", **{name: value})
+    assert getattr(validation._plan[0].fmt, name) == value
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_an_option_reaches_the_job_from_yaml_flags_and_airflow(name):
+    value, flags = VALUES[name]
+    from_yaml = build_config({**BASE, "checks": {name: list(value) if isinstance(value, tuple) else value}}, {})
+    assert getattr(from_yaml.steps[0].fmt, name) == value
+    args = build_parser().parse_args(["run", "--source", "x", "--column", "m", "--quarantine", "q", "--summary", "s", *flags])
+    overrides = {k: v for k, v in vars(args).items() if k not in ("config", "command", "quiet", "debug")}
+    from_flags = build_config({}, overrides)
+    assert getattr(from_flags.steps[0].fmt, name) == value
+    check_overrides({name: value})
+    assert from_flags.steps[0].check().as_dict()[name] == (list(value) if isinstance(value, tuple) else value)
+
+
+def test_every_flag_has_help_text():
+    parser = add_run_arguments(argparse.ArgumentParser())
+    for action in parser._actions:
+        assert action.help, f"{action.option_strings} has no help text"
+
+
+def test_a_misspelt_option_is_named():
+    with pytest.raises(TypeError, match="last_rol"):
+        pb.first_problem("[]", last_rol="assistant")
+    with pytest.raises(TypeError, match="last_rol"):
+        pb.Validate(pa.table({"m": ["[]"]}).to_pandas()).col_vals_chat_format("m", last_rol="assistant")
+
+
+def test_run_chatgate_lists_its_options():
+    with pytest.raises(pb.ConfigError, match="unknown option 'allow_emtpy'; did you mean 'allow_empty'"):
+        run_chatgate(allow_emtpy=True)
