@@ -23,3 +23,21 @@ def spark():
     session.sparkContext.setLogLevel("WARN")
     yield session
     session.stop()
+
+
+@pytest.fixture(params=["duckdb", pytest.param("spark", marks=pytest.mark.spark)])
+def engine(request):
+    """The job's engine name: each test that takes it runs on both."""
+    return request.param
+
+
+@pytest.fixture
+def backend(engine, request):
+    """The job backend of `engine` (Spark's on the shared session)."""
+    if engine == "spark":
+        from chatgate.job.spark import SparkJobBackend
+
+        return SparkJobBackend(spark=request.getfixturevalue("spark"))
+    from chatgate.job.duckdb import DuckDBJobBackend
+
+    return DuckDBJobBackend()

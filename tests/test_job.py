@@ -21,22 +21,6 @@ from chatgate.sample import chat_table
 CHECKS = {"first_role": "user", "last_role": "assistant"}
 
 
-@pytest.fixture(params=["duckdb", pytest.param("spark", marks=pytest.mark.spark)])
-def engine(request):
-    return request.param
-
-
-@pytest.fixture
-def backend(engine, request):
-    if engine == "spark":
-        from chatgate.job.spark import SparkJobBackend
-
-        return SparkJobBackend(spark=request.getfixturevalue("spark"))
-    from chatgate.job.duckdb import DuckDBJobBackend
-
-    return DuckDBJobBackend()
-
-
 @pytest.fixture
 def source(tmp_path):
     table = chat_table(400, seed=3, duplicate_fraction=0.3, defect_fraction=0.2)

@@ -43,22 +43,6 @@ def _readme_sql(marker: str) -> str:
 COMPLETE_RUNS_SQL = _readme_sql("IN (SELECT run_id FROM summary)")
 
 
-@pytest.fixture(params=["duckdb", pytest.param("spark", marks=pytest.mark.spark)])
-def engine(request):
-    return request.param
-
-
-@pytest.fixture
-def backend(engine, request):
-    if engine == "spark":
-        from chatgate.job.spark import SparkJobBackend
-
-        return SparkJobBackend(spark=request.getfixturevalue("spark"))
-    from chatgate.job.duckdb import DuckDBJobBackend
-
-    return DuckDBJobBackend()
-
-
 def _source(tmp_path: Path, rows: int = 120, seed: int = 4, start: int = 0) -> tuple[str, pa.Table]:
     table = chat_table(rows, seed=seed, duplicate_fraction=0.3, defect_fraction=0.3)
     table = table.set_column(0, "id", pa.array(range(start, start + rows), pa.int64()))
