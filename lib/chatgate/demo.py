@@ -37,13 +37,23 @@ def build_lakehouse(directory: Path, rows: int) -> Path:
 
 
 def query_quarantine(path: str, run_id: str):
-    """The quarantine table by reason, with DuckDB SQL over the Delta table."""
+    """The quarantine table by reason, with DuckDB SQL over the Delta table.
+
+    Through `delta_source`, not `DeltaTable(path).to_pyarrow_dataset()`: that dataset
+    reads through deltalake's Python filesystem, and Arrow's threads dropping it while
+    the interpreter exits abort the process ("terminate called without an active
+    exception"). The connection is closed before returning.
+    """
     import duckdb
-    from deltalake import DeltaTable
+
+    from .engines.tables import delta_source
 
     con = duckdb.connect()
-    con.register("quarantine", DeltaTable(path).to_pyarrow_dataset())
-    return con.execute(QUERY, [run_id]).to_arrow_table()
+    try:
+        con.register("quarantine", delta_source(path))
+        return con.execute(QUERY, [run_id]).to_arrow_table()
+    finally:
+        con.close()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,9 +2,28 @@
 
 Delta tables are read through deltalake, never through DuckDB's delta extension
 (`read_delta`, `delta_scan`): that extension is downloaded at run time and fails
-with no route to its host (CI, air-gapped clusters). A deltalake snapshot is
-handed to DuckDB as a PyArrow dataset, so projections and filters are still
-pushed down into the scan.
+with no route to its host (CI, air-gapped clusters). Each snapshot is read one of
+two ways (`delta_source` makes the choice, and the same object can be queried
+from Python):
+
+- a plain local table (no column mapping, no deletion vectors) is a PyArrow
+  dataset over its Parquet files on Arrow's own filesystem: projections and
+  filters are pushed down into the scan;
+- any other table is read by deltalake's own reader (`DeltaTable.scan()`,
+  DataFusion), which applies column mapping (`delta.columnMapping.mode` name or
+  id: the files hold physical column names, which a dataset reads as all NULLs)
+  and deletion vectors (which a dataset ignores, returning deleted rows). It
+  streams, and each scan DuckDB makes opens a fresh reader (`DeltaScan`), so the
+  table can be scanned any number of times; projections aren't pushed down. A
+  reader feature deltalake can't read stops with a one-line `ValueError` naming it.
+  The choice is logged on the "chatgate" logger.
+
+Remote tables take deltalake's reader too. A dataset over deltalake's default
+filesystem (what `DeltaTable.to_pyarrow_dataset()` and `to_pyarrow_table()` use
+when given none) reads through Python: Arrow's threads then hold Python objects,
+and when they drop the last one while the interpreter exits, the process aborts
+("terminate called without an active exception"), segfaults or hangs at exit.
+Nothing here hands out such a dataset.
 
 >>> import ibis
 >>> con = ibis.duckdb.connect()
@@ -15,6 +34,7 @@ pushed down into the scan.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import uuid
@@ -26,7 +46,23 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from ibis.backends.duckdb import Backend as DuckDBBackend
 
-__all__ = ["default_connection", "delta_version", "is_delta", "open_table", "record_batches"]
+__all__ = [
+    "DeltaScan",
+    "default_connection",
+    "delta_source",
+    "delta_version",
+    "is_delta",
+    "open_table",
+    "record_batches",
+]
+
+log = logging.getLogger("chatgate")
+
+PLAIN_READER_FEATURES = frozenset({"timestampNtz", "variantType", "variantType-preview"})
+"""Reader features a PyArrow dataset over the Parquet files reads as they are (deltalake's own list)."""
+
+KERNEL_READER_FEATURES = frozenset({"columnMapping", "deletionVectors"})
+"""Reader features that send a snapshot to deltalake's own reader, which applies them."""
 
 _LOCK = threading.Lock()
 _CONNECTION: DuckDBBackend | None = None
@@ -136,26 +172,203 @@ def record_batches(expr: ibis.Table, *, chunk_size: int = 10_000) -> pa.RecordBa
     return relation.fetch_record_batch(chunk_size)  # DuckDB before 1.4
 
 
+def delta_source(
+    source: str | os.PathLike,
+    *,
+    version: int | None = None,
+    storage_options: dict[str, str] | None = None,
+):
+    """The Delta table at `source` as an Arrow source that DuckDB, PyArrow or Polars can scan.
+
+    Use it to query Delta tables (chatgate's outputs included) from Python: it reads
+    column mapping and deletion vectors right, and never leaves the process to
+    crash at exit (see the module docstring). A plain local table is a
+    `pyarrow.dataset.Dataset` on Arrow's own filesystem (projections and filters
+    pushed down); any other table is a `DeltaScan`, which streams through
+    deltalake's reader and can be scanned again and again. Both have
+    `to_table(columns=None)`.
+
+    >>> import duckdb
+    >>> con = duckdb.connect()
+    >>> con.register("quarantine", delta_source("lake/chat_quarantine"))  # doctest: +SKIP
+    >>> con.sql("SELECT pb_reason_, count(*) FROM quarantine GROUP BY 1").fetchall()  # doctest: +SKIP
+
+    Raises `ValueError` when `source` isn't a Delta table deltalake can read.
+    """
+    path = os.fspath(source)
+    if not is_delta(path, storage_options=storage_options):
+        raise ValueError(f"{path!r} isn't a Delta table")
+    snapshot = _snapshot(path, version, storage_options)
+    return _arrow_source(path, snapshot)
+
+
+class DeltaScan:
+    """A Delta snapshot as an Arrow stream that can be read any number of times.
+
+    DuckDB reads a registered Arrow stream only once, and the engine scans a table
+    several times (to count, to check, to write the outputs), sometimes twice in one
+    query; each `__arrow_c_stream__` call here opens a fresh deltalake reader over the
+    same snapshot, and `__arrow_c_schema__` lets DuckDB bind without opening one.
+    Batches stream through: nothing holds the whole table.
+
+    deltalake's reader hands text as `string_view` (binary as `binary_view`), which
+    PyArrow can't filter (DuckDB pushes filters, join filters included, into Arrow
+    scans through PyArrow); each batch is cast to the plain types on the way.
+    """
+
+    def __init__(self, snapshot, *, path: str = "") -> None:
+        import pyarrow as pa
+
+        self.snapshot = snapshot
+        self.path = path
+        reader = _kernel_reader(snapshot)  # raises for a feature deltalake can't read
+        found = pa.schema(reader.schema)
+        del reader
+        self.schema = pa.schema(
+            [field.with_type(_without_views(field.type)) for field in found], metadata=found.metadata
+        )
+        self._cast = not self.schema.equals(found)
+
+    def __arrow_c_schema__(self):
+        return self.schema.__arrow_c_schema__()
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        import pyarrow as pa
+
+        reader = _kernel_reader(self.snapshot)
+        if self._cast:
+            reader = pa.RecordBatchReader.from_stream(reader, schema=self.schema)
+        return reader.__arrow_c_stream__(requested_schema)
+
+    def to_table(self, columns: list[str] | None = None) -> pa.Table:
+        """The rows (only `columns`, if given) as one PyArrow table, like a dataset's `to_table`."""
+        import pyarrow as pa
+
+        if columns is None:
+            return pa.table(self)
+        if not hasattr(self.snapshot, "scan"):  # deltalake before scan(): read all, then project
+            return pa.table(self).select(list(columns))
+        schema = pa.schema([self.schema.field(column) for column in columns])
+        reader = self.snapshot.scan(columns=list(columns))
+        return pa.RecordBatchReader.from_stream(reader, schema=schema).read_all()
+
+    def __repr__(self) -> str:
+        return f"DeltaScan({self.path!r}, version={self.snapshot.version()})"
+
+
+def _without_views(kind):
+    """The Arrow type with its view types (string_view, binary_view, list views) made plain, nested too."""
+    import pyarrow as pa
+    import pyarrow.types as t
+
+    if kind == pa.string_view():
+        return pa.string()
+    if kind == pa.binary_view():
+        return pa.binary()
+    if t.is_struct(kind):
+        fields = [kind.field(i) for i in range(kind.num_fields)]
+        return pa.struct([field.with_type(_without_views(field.type)) for field in fields])
+    if t.is_map(kind):
+        return pa.map_(
+            kind.key_field.with_type(_without_views(kind.key_type)),
+            kind.item_field.with_type(_without_views(kind.item_type)),
+            kind.keys_sorted,
+        )
+    if t.is_list(kind) or getattr(t, "is_list_view", lambda _: False)(kind):
+        return pa.list_(kind.value_field.with_type(_without_views(kind.value_type)))
+    if t.is_large_list(kind) or getattr(t, "is_large_list_view", lambda _: False)(kind):
+        return pa.large_list(kind.value_field.with_type(_without_views(kind.value_type)))
+    if t.is_fixed_size_list(kind):
+        return pa.list_(kind.value_field.with_type(_without_views(kind.value_type)), kind.list_size)
+    return kind
+
+
 def _open_delta(path, con, *, version, storage_options) -> ibis.Table:
+    snapshot = _snapshot(path, version, storage_options)
+    name = f"chatgate_delta_{uuid.uuid4().hex[:12]}"
+    con.con.register(name, _arrow_source(path, snapshot))
+    return con.table(name)
+
+
+def _snapshot(path: str, version: int | None, storage_options):
     from deltalake import DeltaTable
 
     try:
-        snapshot = DeltaTable(path, version=version, storage_options=storage_options)
+        return DeltaTable(path, version=version, storage_options=storage_options)
     except Exception as error:  # deltalake raises its own errors for bad versions and logs
-        raise ValueError(f"can't open the Delta table at {path!r}: {error}") from error
-    name = f"chatgate_delta_{uuid.uuid4().hex[:12]}"
-    con.con.register(
-        name, snapshot.to_pyarrow_dataset(filesystem=_local_filesystem(path, snapshot))
-    )
-    return con.table(name)
+        raise ValueError(f"can't open the Delta table at {path!r}: {_one_line(error)}") from error
+
+
+def _arrow_source(path: str, snapshot):
+    """A PyArrow dataset for a plain local snapshot, else a `DeltaScan`; see the module docstring."""
+    reasons = _kernel_reasons(snapshot)
+    if not reasons:
+        filesystem = _local_filesystem(path, snapshot)
+        if filesystem is not None:
+            return snapshot.to_pyarrow_dataset(filesystem=filesystem)
+        # Remote, or files outside the table's folder: a dataset would read them through
+        # deltalake's Python filesystem, whose references Arrow's threads may drop while
+        # the interpreter exits (an abort, a segfault or a hang at exit).
+        log.info("reading the Delta table at %s with deltalake's own reader (its files aren't local)", path)
+    else:
+        log.info(
+            "reading the Delta table at %s (version %s) with deltalake's own reader, for its %s; "
+            "every column is read",
+            path,
+            snapshot.version(),
+            " and ".join(reasons),
+        )
+    try:
+        return DeltaScan(snapshot, path=path)
+    except Exception as error:  # noqa: BLE001 - deltalake's own errors: a feature it can't read
+        named = ", ".join(reasons) or "its protocol"
+        raise ValueError(
+            f"can't read the Delta table at {path!r} (version {snapshot.version()}), "
+            f"which uses {named}: {_one_line(error)}"
+        ) from error
+
+
+def _kernel_reasons(snapshot) -> list[str]:
+    """Why a PyArrow dataset over the snapshot's files would read it wrong (empty: it wouldn't)."""
+    protocol = snapshot.protocol()
+    features = set(protocol.reader_features or ())
+    mode = str(snapshot.metadata().configuration.get("delta.columnMapping.mode") or "none").lower()
+    reasons = []
+    if mode != "none" or "columnMapping" in features:
+        reasons.append(f"column mapping ({mode} mode)")
+    if "deletionVectors" in features:
+        # Even before a row is deleted (Databricks turns the feature on for new tables):
+        # deltalake's dataset refuses the feature, whether a file has a vector or not.
+        reasons.append("deletion vectors")
+    other = sorted(features - PLAIN_READER_FEATURES - KERNEL_READER_FEATURES)
+    if other:
+        reasons.append("reader feature" + ("s " if len(other) > 1 else " ") + ", ".join(other))
+    if protocol.min_reader_version > 3:
+        reasons.append(f"reader version {protocol.min_reader_version}")
+    return reasons
+
+
+def _kernel_reader(snapshot):
+    """A fresh stream of the snapshot's rows from deltalake's own reader (DataFusion)."""
+    if hasattr(snapshot, "scan"):
+        return snapshot.scan()
+    from deltalake import QueryBuilder  # deltalake before scan()
+
+    return QueryBuilder().register("snapshot", snapshot).execute("SELECT * FROM snapshot")
+
+
+def _one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return text or type(error).__name__
 
 
 def _local_filesystem(path: str, snapshot):
     """Arrow's own filesystem for a local table whose files all sit under its root, else None.
 
     deltalake's default filesystem reads through Python: each column chunk becomes a
-    Python bytes object (Python memory grows with the row group) and scans are about
-    4x slower. Remote tables keep it, for its credentials handling.
+    Python bytes object (Python memory grows with the row group), scans are about
+    4x slower, and Arrow's threads dropping it at interpreter exit abort the process.
+    Without a local root (a remote table), deltalake's own reader is used instead.
     """
     if _is_remote(path):
         return None
