@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
-from deltalake import DeltaTable, write_deltalake
+from deltalake import write_deltalake
 
+from chatgate.engines.tables import delta_source
 from chatgate.sample import chat_table
 
 DATA_DIR = Path(__file__).resolve().parent / ".data"
@@ -40,7 +41,7 @@ def json_bytes(path: str) -> int:
     """Total bytes of JSON text in the messages column."""
     import pyarrow.compute as pc
 
-    dataset = DeltaTable(path).to_pyarrow_dataset()
+    dataset = delta_source(path)
     total = 0
     for batch in dataset.to_batches(columns=["messages"]):
         total += pc.sum(pc.binary_length(batch.column(0))).as_py() or 0

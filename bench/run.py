@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from chatgate.engines.tables import delta_source
+
 from . import paths
 from .data import json_bytes, source_table
 
@@ -58,12 +60,11 @@ def check_batch_alone(source: str, rows: int = 200_000) -> dict:
     """
     import msgspec
     import pyarrow as pa
-    from deltalake import DeltaTable
 
     from chatgate.rules import check_array
     from chatgate.rules.batch import _typed_decoder
 
-    table = DeltaTable(source).to_pyarrow_dataset().head(rows, columns=["messages"])
+    table = delta_source(source).head(rows, columns=["messages"])
     column = table.column("messages").combine_chunks()
     check, _ = timed(lambda: check_array(column, paths.FMT), 3)
     values = [v.encode() for v in column.to_pylist()]

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from deltalake import DeltaTable, write_deltalake
+from deltalake import write_deltalake
 
 from chatgate.cli import main
 from chatgate.demo import main as demo_main
+from chatgate.engines.tables import delta_source
 from chatgate.sample import chat_table
 
 
@@ -42,7 +43,7 @@ def test_run_prints_a_one_screen_summary(lake, capsys):
     assert "messages  300" in out
     assert "warning" in out
     assert "status: 0 (no step reached its error level)" in out
-    failed = DeltaTable(str(lake / "q")).to_pyarrow_table().num_rows
+    failed = delta_source(str(lake / "q")).to_table().num_rows
     assert f"({failed:,} rows of this run)" in out
     assert "(1 row of this run)" in out
     assert len(out.splitlines()) < 25

@@ -10,9 +10,10 @@ import json
 
 import pyarrow as pa
 import pytest
-from deltalake import DeltaTable, write_deltalake
+from deltalake import write_deltalake
 
 from chatgate import first_problem
+from chatgate.engines.tables import delta_source
 from chatgate.errors import ConfigError, SourceError
 from chatgate.job.config import build_config
 from chatgate.job.runner import EXIT_CRITICAL, EXIT_ERROR, EXIT_OK, run
@@ -46,7 +47,7 @@ def _config(tmp_path, source_path, engine, **overrides):
 
 
 def _read(path) -> pa.Table:
-    return DeltaTable(path).to_pyarrow_table()
+    return delta_source(path).to_table()
 
 
 def _expected(table: pa.Table) -> dict[int, str]:

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from deltalake import DeltaTable, write_deltalake
+from deltalake import write_deltalake
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chatgate import first_problem
+from chatgate.engines.tables import delta_source
 from chatgate.job.config import build_config
 from chatgate.job.runner import run
 from strategies import cases, json_text
@@ -57,8 +58,8 @@ def _job_conserves_rows(engine: str, backend, drawn) -> None:
             {},
         )
         result = run(config, backend)
-        quarantine = DeltaTable(str(lake / "quarantine")).to_pyarrow_table()
-        valid = DeltaTable(str(lake / "valid")).to_pyarrow_table()
+        quarantine = delta_source(str(lake / "quarantine")).to_table()
+        valid = delta_source(str(lake / "valid")).to_table()
         expected = {i: code for i, v in enumerate(values) if (code := first_problem(v, **kwargs)) is not None}
         assert dict(zip(quarantine["id"].to_pylist(), quarantine["pb_reason_"].to_pylist())) == expected
         assert quarantine.num_rows == len(expected)

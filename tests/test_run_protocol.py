@@ -21,6 +21,7 @@ from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError
 
 from chatgate import first_problem
+from chatgate.engines.tables import delta_source
 from chatgate.errors import ConfigError
 from chatgate.job import runner
 from chatgate.job.config import build_config
@@ -68,7 +69,7 @@ def _config(tmp_path: Path, source: str, engine: str, **overrides):
 
 
 def _read(path) -> pa.Table:
-    return DeltaTable(str(path)).to_pyarrow_table()
+    return delta_source(str(path)).to_table()
 
 
 def _failing_ids(table: pa.Table) -> set[int]:

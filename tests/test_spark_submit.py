@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from deltalake import DeltaTable, write_deltalake
+from deltalake import write_deltalake
 
 from chatgate import first_problem
 from chatgate.engines.spark_session import delta_jars
+from chatgate.engines.tables import delta_source
 from chatgate.rules import REASONS
 from chatgate.sample import chat_table
 
@@ -66,7 +67,7 @@ def _flags(path: Path, *extra: str) -> list[str]:
 
 
 def _read(path: Path) -> pa.Table:
-    return DeltaTable(str(path)).to_pyarrow_table()
+    return delta_source(str(path)).to_table()
 
 
 @pytest.fixture(scope="module")

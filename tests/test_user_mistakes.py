@@ -16,6 +16,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from chatgate.airflow import run_chatgate
 from chatgate.cli import main
+from chatgate.engines.tables import delta_source
 from chatgate.errors import ConfigError
 from chatgate.sample import chat_table
 
@@ -137,7 +138,7 @@ def test_the_airflow_callable_takes_airflow_run_ids(lake):
     out = run_chatgate(source=str(lake / "chats"), columns=["messages"], quarantine=str(lake / "q"),
                        summary=str(lake / "s"), run_id=run_id)
     assert out["run_id"] == run_id
-    assert DeltaTable(str(lake / "s")).to_pyarrow_table()["run_id"].to_pylist() == [run_id]
+    assert delta_source(str(lake / "s")).to_table()["run_id"].to_pylist() == [run_id]
 
 
 # -- Spark: names Delta and Spark SQL treat specially ------------------------------------------------
