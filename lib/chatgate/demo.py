@@ -9,6 +9,7 @@ import argparse
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 from .job.config import load_config
 from .job.runner import run
@@ -36,7 +37,7 @@ def build_lakehouse(directory: Path, rows: int) -> Path:
     return chats
 
 
-def query_quarantine(path: str, run_id: str):
+def query_quarantine(path: str, run_id: str) -> Any:
     """The quarantine table by reason, with DuckDB SQL over the Delta table.
 
     Through `delta_source`, not `DeltaTable(path).to_pyarrow_dataset()`: that dataset

@@ -39,7 +39,7 @@ import os
 import threading
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import ibis
@@ -86,7 +86,7 @@ def default_connection() -> DuckDBBackend:
 
 
 def open_table(
-    source: str | os.PathLike,
+    source: str | os.PathLike[str],
     con: DuckDBBackend | None = None,
     *,
     version: int | None = None,
@@ -129,7 +129,7 @@ def open_table(
 
 
 def delta_version(
-    source: str | os.PathLike, *, storage_options: dict[str, str] | None = None
+    source: str | os.PathLike[str], *, storage_options: dict[str, str] | None = None
 ) -> int | None:
     """The current version of the Delta table at `source`, or None when it isn't one."""
     path = os.fspath(source)
@@ -140,7 +140,7 @@ def delta_version(
     return DeltaTable(path, storage_options=storage_options).version()
 
 
-def is_delta(source: str | os.PathLike, *, storage_options: dict[str, str] | None = None) -> bool:
+def is_delta(source: str | os.PathLike[str], *, storage_options: dict[str, str] | None = None) -> bool:
     """Is there a Delta table at `source`? (A local directory with `_delta_log`, or a URI.)"""
     path = os.fspath(source)
     if not _is_remote(path):
@@ -173,11 +173,11 @@ def record_batches(expr: ibis.Table, *, chunk_size: int = 10_000) -> pa.RecordBa
 
 
 def delta_source(
-    source: str | os.PathLike,
+    source: str | os.PathLike[str],
     *,
     version: int | None = None,
     storage_options: dict[str, str] | None = None,
-):
+) -> Any:
     """The Delta table at `source` as an Arrow source that DuckDB, PyArrow or Polars can scan.
 
     Use it to query Delta tables (chatgate's outputs included) from Python: it reads
@@ -216,7 +216,7 @@ class DeltaScan:
     scans through PyArrow); each batch is cast to the plain types on the way.
     """
 
-    def __init__(self, snapshot, *, path: str = "") -> None:
+    def __init__(self, snapshot: Any, *, path: str = "") -> None:
         import pyarrow as pa
 
         self.snapshot = snapshot
@@ -229,10 +229,10 @@ class DeltaScan:
         )
         self._cast = not self.schema.equals(found)
 
-    def __arrow_c_schema__(self):
+    def __arrow_c_schema__(self) -> Any:
         return self.schema.__arrow_c_schema__()
 
-    def __arrow_c_stream__(self, requested_schema=None):
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         import pyarrow as pa
 
         reader = _kernel_reader(self.snapshot)
@@ -256,7 +256,7 @@ class DeltaScan:
         return f"DeltaScan({self.path!r}, version={self.snapshot.version()})"
 
 
-def _without_views(kind):
+def _without_views(kind: Any) -> Any:
     """The Arrow type with its view types (string_view, binary_view, list views) made plain, nested too."""
     import pyarrow as pa
     import pyarrow.types as t
@@ -283,14 +283,16 @@ def _without_views(kind):
     return kind
 
 
-def _open_delta(path, con, *, version, storage_options) -> ibis.Table:
+def _open_delta(
+    path: str, con: Any, *, version: int | None, storage_options: dict[str, str] | None
+) -> ibis.Table:
     snapshot = _snapshot(path, version, storage_options)
     name = f"chatgate_delta_{uuid.uuid4().hex[:12]}"
     con.con.register(name, _arrow_source(path, snapshot))
     return con.table(name)
 
 
-def _snapshot(path: str, version: int | None, storage_options):
+def _snapshot(path: str, version: int | None, storage_options: dict[str, str] | None) -> Any:
     from deltalake import DeltaTable
 
     try:
@@ -299,7 +301,7 @@ def _snapshot(path: str, version: int | None, storage_options):
         raise ValueError(f"can't open the Delta table at {path!r}: {_one_line(error)}") from error
 
 
-def _arrow_source(path: str, snapshot):
+def _arrow_source(path: str, snapshot: Any) -> Any:
     """A PyArrow dataset for a plain local snapshot, else a `DeltaScan`; see the module docstring."""
     reasons = _kernel_reasons(snapshot)
     if not reasons:
@@ -328,7 +330,7 @@ def _arrow_source(path: str, snapshot):
         ) from error
 
 
-def _kernel_reasons(snapshot) -> list[str]:
+def _kernel_reasons(snapshot: Any) -> list[str]:
     """Why a PyArrow dataset over the snapshot's files would read it wrong (empty: it wouldn't)."""
     protocol = snapshot.protocol()
     features = set(protocol.reader_features or ())
@@ -348,7 +350,7 @@ def _kernel_reasons(snapshot) -> list[str]:
     return reasons
 
 
-def _kernel_reader(snapshot):
+def _kernel_reader(snapshot: Any) -> Any:
     """A fresh stream of the snapshot's rows from deltalake's own reader (DataFusion)."""
     if hasattr(snapshot, "scan"):
         return snapshot.scan()
@@ -362,7 +364,7 @@ def _one_line(error: BaseException) -> str:
     return text or type(error).__name__
 
 
-def _local_filesystem(path: str, snapshot):
+def _local_filesystem(path: str, snapshot: Any) -> Any:
     """Arrow's own filesystem for a local table whose files all sit under its root, else None.
 
     deltalake's default filesystem reads through Python: each column chunk becomes a
