@@ -29,8 +29,9 @@ REPO = Path(__file__).resolve().parents[1]
 CHECKS = {"first_role": "user", "last_role": "assistant"}
 
 
-def _spark_submit(*flags: str) -> subprocess.CompletedProcess:
+def _spark_submit(*flags: str, conf: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     jars = ",".join(str(j) for j in delta_jars())
+    extra = [part for key, value in (conf or {}).items() for part in ("--conf", f"{key}={value}")]
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     command = [
         str(Path(sys.executable).with_name("spark-submit")),
@@ -38,6 +39,7 @@ def _spark_submit(*flags: str) -> subprocess.CompletedProcess:
         "--conf", "spark.ui.enabled=false",
         "--conf", "spark.sql.shuffle.partitions=2",
         "--jars", jars,
+        *extra,
         str(REPO / "jobs" / "validate_chat.py"),
         *flags,
     ]
@@ -133,3 +135,33 @@ def test_readme_spark_sql_runs_over_the_outputs(lake, first_run, spark):
         assert rows
     by_reason = spark.sql(queries[1].replace("lake/", f"{path}/").strip().rstrip(";")).collect()
     assert {r["pb_reason_"] for r in by_reason} == set(REASONS)
+
+
+FAILING_AT_SCALE = 300_000
+
+
+def test_hundreds_of_thousands_of_failing_values_never_reach_the_driver(tmp_path):
+    # 1 MB of results on the driver stands for a billion-row table with a few percent failing
+    # under the default 1 GB: the failing keys (~40 bytes each, 12 MB here) must stay on the executors.
+    ids = pa.array(range(FAILING_AT_SCALE), pa.int64())
+    messages = pa.array([f'[{{"role": "user", "content": "question {i}"}}]' for i in range(FAILING_AT_SCALE)])
+    write_deltalake(str(tmp_path / "chats"), pa.table({"id": ids, "messages": messages}))
+    done = _spark_submit(
+        "--source", str(tmp_path / "chats"),
+        "--column", "messages",
+        "--last-role", "assistant",
+        "--dedup", "on",
+        "--quarantine", str(tmp_path / "q"),
+        "--summary", str(tmp_path / "s"),
+        "--run-id", "scale",
+        "--quiet",
+        conf={"spark.driver.maxResultSize": "1m"},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    [summary] = _read(tmp_path / "s").to_pylist()
+    assert (summary["units"], summary["failed"], summary["distinct_values"]) == (FAILING_AT_SCALE,) * 3
+    assert dict(summary["reasons"]) == {"last_role": FAILING_AT_SCALE}
+    quarantine = _read(tmp_path / "q")
+    assert quarantine.num_rows == FAILING_AT_SCALE
+    assert sorted(quarantine["id"].to_pylist()) == list(range(FAILING_AT_SCALE))
+    assert set(quarantine["pb_reason_"].to_pylist()) == {"last_role"}

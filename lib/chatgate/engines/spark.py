@@ -1,4 +1,4 @@
-"""The Spark engine: hash, deduplicate, check in Arrow batches, broadcast the failures back.
+"""The Spark engine: hash, deduplicate, check in Arrow batches, join the failures back.
 
 `SparkEngine.judge_check` judges the columns of one `RowCheck` together (the
 inherited `judge` is `judge_check` with the `ChatCheck` of one column). It runs
@@ -15,12 +15,14 @@ one Spark job over the rows (after a read of the first rows, with
    of about `BATCH_ROWS` rows and sends back only the failing (key, reason,
    count, first row) rows and one tally row per batch (keys checked, rows they
    stand for). Without dedup the failing rows are summed per key natively. The
-   driver collects that small set as Arrow; it never sees a source row, and the
-   tallies count the rows, so no other pass over the table is needed.
+   result is computed once and kept on the executors (a local checkpoint); the
+   driver receives totals and one row per reason, never a key or a source row,
+   and the tallies count the rows, so no other pass over the table is needed.
 
-The annotated table is the source left-joined, on the key, with a broadcast of
-the failing (key, reason) pairs. Reading it (to write a quarantine, to split the
-valid rows) scans the source again.
+The annotated table is the source left-joined, on the key, with the failing
+(key, reason) pairs: broadcast when they are few (`broadcast_limit`), else a
+shuffle join. Reading it (to write a quarantine, to split the valid rows) scans
+the source again, but never re-runs the check.
 
 Nulls. Every check sees every row, nulls included, and decides itself what a
 null is worth (a preference row with a null `prompt` may pass with
@@ -82,6 +84,8 @@ H1, H2, LENGTH = "__chatgate_h1__", "__chatgate_h2__", "__chatgate_len__"
 KEYS = (H1, H2, LENGTH)
 VALUE, REASON, COUNT = "__chatgate_value__", "__chatgate_reason__", "__chatgate_n__"
 ROW = "__chatgate_row__"
+FAILING_KEY_BYTES = 64
+"""About what one failing (key, reason) pair weighs in a broadcast (two hashes, a length, a code)."""
 _BATCH_CONF = "spark.sql.execution.arrow.maxRecordsPerBatch"
 _LARGE_VAR_CONF = "spark.sql.execution.arrow.useLargeVarTypes"
 
@@ -134,20 +138,22 @@ class SparkEngine(Engine):
         else:
             deduplicated = dedup == "on"
         checked = self._failing_frame(table, keyed, deduplicated)
-        failing, distinct, rows = self._collect(checked)
-        counts, first_seen = _reason_counts(failing)
-        annotated = _annotate(table, keyed, failing, reason_column)
+        with _session_conf(checked, {_BATCH_CONF: str(self.batch_rows)}):
+            # The check runs once: the quarantine, valid and summary all read this result.
+            result = checked.localCheckpoint(eager=True)
+        tally = _tally(result)
+        annotated = _annotate(table, keyed, result, tally.failing_keys, reason_column)
         return Judged(
-            units=rows,
-            failed=sum(counts.values()),
-            reasons=ordered_reasons(counts, first_seen),
-            distinct_values=distinct if deduplicated else None,
+            units=tally.rows,
+            failed=sum(tally.counts.values()),
+            reasons=ordered_reasons(tally.counts, tally.first_seen),
+            distinct_values=tally.distinct if deduplicated else None,
             annotated=annotated,
             reason_column=reason_column,
             deduplicated=deduplicated,
             extra={
                 "repeats_estimate": repeats,
-                "failing_distinct": pc.sum(pc.is_valid(failing[LENGTH])).as_py() or 0,
+                "failing_distinct": tally.failing_keys_with_length,
                 "checked": checked,
             },
         )
@@ -197,15 +203,6 @@ class SparkEngine(Engine):
                 F.sum(COUNT).alias(COUNT), first_or_total.alias(ROW)
             )
         return checked
-
-    def _collect(self, checked: DataFrame) -> tuple[pa.Table, int, int]:
-        """The failing (key, reason, count) rows, the keys checked and the rows they stand for."""
-        with _session_conf(checked, {_BATCH_CONF: str(self.batch_rows)}):
-            result = checked.toArrow()
-        tallies = result.filter(pc.is_null(result[REASON]))
-        distinct = pc.sum(tallies[COUNT]).as_py() or 0
-        rows = pc.sum(tallies[ROW]).as_py() or 0
-        return result.filter(pc.is_valid(result[REASON])), distinct, rows
 
     def failing_rows(self, judged: Judged) -> DataFrame:
         return judged.annotated.filter(column_ref(judged.reason_column).isNotNull())
@@ -378,21 +375,84 @@ def _missing_rows(values: pa.RecordBatch) -> int:
     return pc.sum(missing).as_py() or 0
 
 
-def _annotate(table: DataFrame, keyed: _Keyed, failing: pa.Table, reason_column: str) -> DataFrame:
-    """`table` plus the reason of each row: a broadcast join on the key, native nulls judged natively."""
+def _annotate(
+    table: DataFrame, keyed: _Keyed, result: DataFrame, failing_keys: int, reason_column: str
+) -> DataFrame:
+    """`table` plus the reason of each row: a join on the key with the failing keys, nulls judged natively.
+
+    The failing keys stay on the executors. A broadcast join ships them through the
+    driver, so it is asked for only when they are few (`broadcast_limit`); otherwise
+    Spark shuffles both sides.
+    """
     missing = F.lit(keyed.null_reason).cast("string")
-    if failing.num_rows == 0:
+    if failing_keys == 0:
         if keyed.present is None:
             return table.withColumn(reason_column, F.lit(None).cast("string"))
         return table.withColumn(reason_column, F.when(~keyed.present, missing).cast("string"))
-    spark = table.sparkSession
-    pairs = spark.createDataFrame(failing.select([*KEYS, REASON]))
+    pairs = result.filter(F.col(REASON).isNotNull()).select(*KEYS, REASON)
+    # Spark's own choice could broadcast them anyway (its size estimate of the checkpoint is low).
+    pairs = F.broadcast(pairs) if failing_keys <= broadcast_limit(table) else pairs.hint("shuffle_hash")
     keys = [keyed.keys[k].alias(k) for k in KEYS]
-    joined = table.select("*", *keys).join(F.broadcast(pairs), on=list(KEYS), how="left")
+    joined = table.select("*", *keys).join(pairs, on=list(KEYS), how="left")
     reason = F.col(REASON)
     if keyed.present is not None:
         reason = F.when(~keyed.present, missing).otherwise(reason)
     return joined.select(*(column_ref(c) for c in table.columns), reason.alias(reason_column))
+
+
+def broadcast_limit(table: DataFrame) -> int:
+    """How many failing keys may be broadcast: their bytes within Spark's broadcast threshold
+    and a quarter of what the driver may collect (a broadcast passes through the driver)."""
+    conf = table.sparkSession.conf
+    threshold = _bytes(conf.get("spark.sql.autoBroadcastJoinThreshold", "10MB") or "10MB")
+    collectable = _bytes(conf.get("spark.driver.maxResultSize", "1g") or "1g") or 2**62
+    return max(0, min(threshold, collectable // 4)) // FAILING_KEY_BYTES
+
+
+def _bytes(size: str) -> int:
+    """Spark's size strings ('10MB', '1g', '1048576b', '-1') in bytes; -1 (off) is 0."""
+    text = size.strip().lower().rstrip("b")
+    units = {"k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+    if text.startswith("-"):
+        return 0
+    if text and text[-1] in units:
+        return int(float(text[:-1]) * units[text[-1]])
+    return int(text or 0)
+
+
+@dataclass(frozen=True)
+class _Tally:
+    """What the driver learns of a check: sizes bounded by the number of codes, never by the rows."""
+
+    rows: int
+    distinct: int
+    failing_keys: int
+    failing_keys_with_length: int
+    counts: dict[str, int]
+    first_seen: dict[str, int]
+
+
+def _tally(result: DataFrame) -> _Tally:
+    """Totals and per-reason counts of the checked result, aggregated on the executors."""
+    tallies = F.col(REASON).isNull()
+    totals = result.agg(
+        F.sum(F.when(tallies, F.col(COUNT))).alias("distinct"),
+        F.sum(F.when(tallies, F.col(ROW))).alias("rows"),
+        F.count(F.when(~tallies, 1)).alias("failing"),
+        F.count(F.when(~tallies & F.col(LENGTH).isNotNull(), 1)).alias("with_length"),
+    ).first()
+    assert totals is not None
+    per_reason = (
+        result.filter(~tallies).groupBy(REASON).agg(F.sum(COUNT).alias(COUNT), F.min(ROW).alias(ROW)).collect()
+    )
+    return _Tally(
+        rows=totals["rows"] or 0,
+        distinct=totals["distinct"] or 0,
+        failing_keys=totals["failing"] or 0,
+        failing_keys_with_length=totals["with_length"] or 0,
+        counts={row[REASON]: row[COUNT] for row in per_reason},
+        first_seen={row[REASON]: row[ROW] for row in per_reason},
+    )
 
 
 def _sampled_repeats(table: DataFrame, keyed: _Keyed) -> float:
@@ -403,18 +463,6 @@ def _sampled_repeats(table: DataFrame, keyed: _Keyed) -> float:
     """
     sample = table.select(keyed.keys[H1].alias(H1)).limit(base.AUTO_SAMPLE_ROWS).collect()
     return round(repeats_share([row[0] for row in sample]), 4)
-
-
-def _reason_counts(failing: pa.Table) -> tuple[dict[str, int], dict[str, int]]:
-    """The rows and the first row of each reason."""
-    if failing.num_rows == 0:
-        return {}, {}
-    sums = failing.group_by(REASON).aggregate([(COUNT, "sum"), (ROW, "min")])
-    reasons = sums[REASON].to_pylist()
-    return (
-        dict(zip(reasons, sums[f"{COUNT}_sum"].to_pylist())),
-        dict(zip(reasons, sums[f"{ROW}_min"].to_pylist())),
-    )
 
 
 def _value_names(names: tuple[str, ...]) -> list[str]:
