@@ -1,4 +1,4 @@
-"""A plain reference of the core check, written from DESIGN.md alone, to test chatgate against.
+"""A plain reference of the core check, written from the documented rules alone, to test chatgate against.
 
 It shares no code with chatgate (the standard library's `json` only) and is meant
 to be read rather than run fast: each rule is written out once, in the order of
@@ -9,7 +9,7 @@ first_role, last_role, allow_empty, role_key, content_key, na_pass), on JSON tex
     >>> plain_problem('[{"role": "user", "content": "Hi"}, {"role": "bot", "content": ""}]')
     'unknown_role'
 
-One thing DESIGN.md leaves to the implementation: JSON nested very deeply. Valid
+One thing the rules leave to the implementation: JSON nested very deeply. Valid
 JSON up to `SURELY_READ` levels deep is read; deeper than `SURELY_REFUSED` levels
 it is `not_messages`; in between, either answer is right (`plain_problems` gives
 both, `plain_problem` raises).

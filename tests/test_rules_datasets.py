@@ -898,7 +898,7 @@ VISION_EXAMPLES = examples(
     ),
 )
 
-# --- The sample profile (seed 001) -----------------------------------------------------
+# --- The sample profile ----------------------------------------------------------------
 
 SAMPLE = {"chat": sample_profile()}
 SAMPLE_STRICT = {"profile": "sample"}  # the rules of the profile, with the core's defaults

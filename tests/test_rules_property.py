@@ -1,6 +1,6 @@
 """Properties: the batch checker, the reference check and the plain reference agree.
 
-The plain reference (tests/plain_reference.py) is written from DESIGN.md alone and
+The plain reference (tests/plain_reference.py) is written from the documented rules alone and
 shares no code with chatgate, so it can catch a rule that is wrong everywhere. For
 every drawn batch and set of core parameters, `first_problem` and `check_batch`
 give its codes. Then, path by path, `check_batch` on the JSON text (string,

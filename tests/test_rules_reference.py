@@ -3,7 +3,7 @@
 Labelled examples, one list per code, fed to `pytest.mark.parametrize` (as in trl's
 tests/test_data_utils.py). Each example is `(label, value, kwargs, expected code)`.
 The examples are the ground truth: `first_problem`, `check_batch` and the plain
-reference written from DESIGN.md (tests/plain_reference.py) must all give their code.
+reference (tests/plain_reference.py) must all give their code.
 """
 
 from __future__ import annotations

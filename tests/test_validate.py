@@ -1,6 +1,6 @@
 """The seed's example of `col_vals_chat_format()`, on Polars and pandas, with every kind of chat column.
 
-The seed (shared/seeds/000_*.txt) is the contract: 4 conversations, 2 fail, the note
+The README's first example is the contract: 4 conversations, 2 fail, the note
 names both problems, the step report holds rows 2 and 4 with `pb_reason_` last.
 """
 
