@@ -26,15 +26,17 @@ decoder takes huge numbers and deep nesting that msgspec alone would refuse
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
+from enum import Enum
 from functools import lru_cache
 from operator import attrgetter
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 import msgspec
 import numpy as np
 import pyarrow as pa
 
-from .judge import Conversation, active_rules, first_code, judge
+from .judge import Conversation, Rule, active_rules, first_code, judge
 from .options import with_options
 from .reference import problem_of
 from .spec import ChatFormat
@@ -47,6 +49,22 @@ _TEXT_TYPES = (
     pa.types.is_large_binary,
 )
 _JSON_EXTENSION = getattr(pa, "JsonType", ())
+
+if TYPE_CHECKING:
+
+    class _Message(Protocol):
+        """A message struct of the typed or strict decoder (made at run time by `msgspec.defstruct`)."""
+
+        role: str
+        content: Any
+
+    class _Messages(Protocol):
+        """The `{"messages": [...]}` struct of the typed or strict decoder."""
+
+        messages: list[_Message]
+
+    _Decoded = list[_Message] | _Messages
+    _Decode = Callable[[memoryview], _Decoded]
 
 
 @with_options
@@ -84,7 +102,7 @@ def check_array(array: pa.Array | pa.ChunkedArray, fmt: ChatFormat) -> pa.String
     return pa.array([problem_of(value, fmt) for value in values], pa.string())
 
 
-def check_values(values, fmt: ChatFormat) -> pa.StringArray:
+def check_values(values: Iterable[Any], fmt: ChatFormat) -> pa.StringArray:
     """The codes of Python values that Arrow can't hold in one array (mixed kinds)."""
     return pa.array([problem_of(value, fmt) for value in values], pa.string())
 
@@ -153,7 +171,7 @@ def _check_json(array: pa.Array, fmt: ChatFormat) -> list[str | None]:
     return codes
 
 
-def _utf8_checker(array: pa.Array):
+def _utf8_checker(array: pa.Array) -> Callable[[memoryview], bool]:
     """Arrow strings are valid UTF-8; binary values are checked one by one only if some aren't.
 
     The typed decoder skips unknown keys without validating them, so bad UTF-8 must
@@ -180,7 +198,9 @@ def _is_utf8(text: memoryview) -> bool:
         return False
 
 
-def _check_text(text: memoryview, fmt: ChatFormat, decode, strict: _StrictPath | None) -> str | None:
+def _check_text(
+    text: memoryview, fmt: ChatFormat, decode: _Decode | None, strict: _StrictPath | None
+) -> str | None:
     """Steps 2 and 3 of the module docstring."""
     if decode is None:
         return problem_of(text, fmt)
@@ -188,7 +208,8 @@ def _check_text(text: memoryview, fmt: ChatFormat, decode, strict: _StrictPath |
         decoded = decode(text)
     except Exception:  # noqa: BLE001 - the typed shape didn't fit: take the reference path
         return problem_of(text, fmt)
-    messages = decoded.messages if isinstance(decoded, msgspec.Struct) else decoded
+    # The decoder returns a list of messages or the struct that holds one.
+    messages = decoded if isinstance(decoded, list) else decoded.messages
     contents = [m.content for m in messages]
     if strict is None:
         return judge([m.role for m in messages], contents, fmt, is_blank)
@@ -196,11 +217,12 @@ def _check_text(text: memoryview, fmt: ChatFormat, decode, strict: _StrictPath |
 
 
 @lru_cache(maxsize=32)
-def _typed_decoder(role_key: str, content_key: str):
+def _typed_decoder(role_key: str, content_key: str) -> _Decode | None:
     """A decoder of `[{role, content}, ...]` or `{"messages": [...]}` into structs, or None."""
     if role_key == content_key:
         return None
-    message = msgspec.defstruct(
+    # A type made at run time: to mypy, a value (`_Message` describes its instances).
+    message: Any = msgspec.defstruct(
         "Message",
         # A missing content and a null one are both blank: one default serves both.
         # Other kinds of content (numbers, objects) take the reference path.
@@ -211,7 +233,11 @@ def _typed_decoder(role_key: str, content_key: str):
     return msgspec.json.Decoder(list[message] | wrapper).decode
 
 
-_UNKNOWN = object()
+class _Unknown(Enum):
+    UNKNOWN = 0
+
+
+_UNKNOWN: Final = _Unknown.UNKNOWN
 """A sequence of roles not judged yet."""
 
 _ROLE, _CONTENT = attrgetter("role"), attrgetter("content")
@@ -224,13 +250,13 @@ class _StrictPath:
     """Sequences of roles remembered; past that, new sequences are judged each time."""
 
     def __init__(self, fmt: ChatFormat) -> None:
-        message = msgspec.defstruct(
+        message: Any = msgspec.defstruct(  # a type made at run time, as in `_typed_decoder`
             "StrictMessage",
             [("role", Literal[fmt.roles]), ("content", str)],
             rename={"role": fmt.role_key, "content": fmt.content_key},
         )
         wrapper = msgspec.defstruct("StrictConversation", [("messages", list[message])])
-        self.decode = msgspec.json.Decoder(list[message] | wrapper).decode
+        self.decode: _Decode = msgspec.json.Decoder(list[message] | wrapper).decode
         self.fmt = fmt
         rules = active_rules(fmt)
         self.role_rules = tuple(rule for rule in rules if not rule.reads_contents)
@@ -260,7 +286,7 @@ class _StrictPath:
                 self.verdicts[roles] = code
         return code
 
-    def judge(self, decoded) -> str | None:
+    def judge(self, decoded: _Decoded) -> str | None:
         """The code of one conversation the strict decoder accepted (string contents)."""
         messages = decoded if isinstance(decoded, list) else decoded.messages
         roles = tuple(map(_ROLE, messages))
@@ -272,7 +298,7 @@ class _StrictPath:
                 return self.judge_read(roles, contents)
         return code
 
-    def judge_read(self, roles: tuple[str, ...], contents: list) -> str | None:
+    def judge_read(self, roles: tuple[str, ...], contents: list[Any]) -> str | None:
         """The code of a conversation read as role strings and contents of any kind."""
         code = self.verdict(roles)
         if code is None and self.content_rules:
@@ -280,7 +306,7 @@ class _StrictPath:
         return code
 
 
-def _contents_last(rules) -> bool:
+def _contents_last(rules: Sequence[Rule]) -> bool:
     """Do the rules that read the contents all come after those that don't?"""
     reads = [rule.reads_contents for rule in rules]
     return reads == sorted(reads)

@@ -52,7 +52,7 @@ class RowCheck(ABC):
         """The assertion text of the check."""
 
     @abstractmethod
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """The parameters as JSON-ready values."""
 
     @abstractmethod
@@ -66,11 +66,11 @@ class RowCheck(ABC):
         return pa.array([self.check_row(row) for row in rows], pa.string())
 
 
-def column_values(batch: pa.RecordBatch | pa.Table, name: str) -> list:
+def column_values(batch: pa.RecordBatch | pa.Table, name: str) -> list[Any]:
     """The Python values of one column of a batch (maps as dicts, JSON as its text)."""
     array = batch.column(name)
     chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
-    out: list = []
+    out: list[Any] = []
     for chunk in chunks:
         if isinstance(chunk.type, _JSON_EXTENSION):
             chunk = chunk.storage
@@ -127,7 +127,7 @@ class ChatCheck(RowCheck):
             text += f", with one image part per item of {self.images_column}"
         return text
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         out = {"check": "chat", "column": self.column, **self.fmt.as_dict()}
         out["tools_column"] = self.tools_column
         out["images_column"] = self.images_column
@@ -171,7 +171,7 @@ class LabelCheck(RowCheck):
     def describe(self) -> str:
         return f"{self.column} is true or false"
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"check": "label", "column": self.column, "na_pass": self.na_pass}
 
     def check_row(self, row: Mapping[str, Any]) -> str | None:

@@ -46,6 +46,8 @@ standard-format codes, `not_label`) or by comparing two values of a row
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 REASONS: tuple[str, ...] = (
     "not_messages",
     "no_messages",
@@ -200,7 +202,7 @@ def reason_rank(reason: str) -> int:
     return _RANK.get(reason, len(ALL_REASONS))
 
 
-def first_reason(codes) -> str | None:
+def first_reason(codes: Iterable[str | None]) -> str | None:
     """The first code, in `ALL_REASONS` order, of `codes` (None entries ignored).
 
     >>> first_reason([None, "empty_content", "not_alternating"])

@@ -28,7 +28,7 @@ tools=True) and `images` columns, when present, apply to each whole conversation
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -329,7 +329,7 @@ class DatasetCheck(RowCheck):
             text += f" ({self.format})"
         return text
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "check": "dataset",
             "dataset_type": self.dataset_type,
@@ -398,7 +398,7 @@ class DatasetCheck(RowCheck):
         fmt = self.fmt
         codes: list[str | None] = []
         reads: dict[str, Read] = {}
-        raw: dict[str, list] = {}
+        raw: dict[str, list[Any]] = {}
         for name, (kind, value) in kinds.items():
             if kind == MISSING_VALUE:
                 codes.append(None if fmt.na_pass else "not_messages")
@@ -453,7 +453,11 @@ class DatasetCheck(RowCheck):
         return codes
 
     @staticmethod
-    def _implicit(raw: dict[str, list], reads: dict[str, Read], judged) -> list[str | None]:
+    def _implicit(
+        raw: dict[str, list[Any]],
+        reads: dict[str, Read],
+        judged: Callable[[Read, str, bool], str | None],
+    ) -> list[str | None]:
         chosen, rejected = raw["chosen"], raw["rejected"]
         if same_value(chosen, rejected):
             return ["same_pair"]

@@ -58,6 +58,10 @@ class Conversation:
         "turns",
     )
 
+    extras: Any
+    """None, or one `messages.Extra` per message. Any to the type checker: the rules that
+    read it are in the table with the "extras" switch, so they run only when it is given."""
+
     def __init__(
         self,
         roles: Sequence[Any],

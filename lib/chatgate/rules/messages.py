@@ -37,9 +37,9 @@ class Extra(NamedTuple):
 class Read(NamedTuple):
     """A conversation as `judge` reads it."""
 
-    roles: list
-    contents: list
-    extras: list | None
+    roles: list[Any]
+    contents: list[Any]
+    extras: list[Extra] | None
 
     def then(self, other: Read) -> Read:
         """This conversation followed by `other` (a prompt and its completion)."""
@@ -57,7 +57,7 @@ class Read(NamedTuple):
         )
 
 
-def messages_in(value: Any, fmt: ChatFormat) -> list | None:
+def messages_in(value: Any, fmt: ChatFormat) -> list[Any] | None:
     """The messages a decoded value holds (a list), or None if it holds none.
 
     A list (tuple, NumPy array) of messages, or a mapping whose "messages" key holds
@@ -91,9 +91,9 @@ def read_messages(messages: Sequence[Any], fmt: ChatFormat, *, extras: bool | No
     role_key, content_key = fmt.role_key, fmt.content_key
     thinking_key = fmt.thinking
     read_calls = fmt.tools or fmt.profile is not None
-    roles: list = []
-    contents: list = []
-    out: list | None = [] if want else None
+    roles: list[Any] = []
+    contents: list[Any] = []
+    out: list[Extra] | None = [] if want else None
     for message in messages:
         if not isinstance(message, Mapping):
             roles.append(BAD)
@@ -101,7 +101,7 @@ def read_messages(messages: Sequence[Any], fmt: ChatFormat, *, extras: bool | No
             if out is not None:
                 out.append(Extra(BAD, None, None, None, MISSING, 0))
             continue
-        source = message.get(role_key, BAD)
+        source: Any = message.get(role_key, BAD)  # decoded JSON: a string, or anything else
         source = source if isinstance(source, str) else BAD
         role = SHAREGPT_ROLES.get(source, source) if fmt.sharegpt and source is not BAD else source
         content = message.get(content_key, MISSING)
@@ -129,7 +129,7 @@ def read_messages(messages: Sequence[Any], fmt: ChatFormat, *, extras: bool | No
     return Read(roles, contents, out)
 
 
-def _thinking(message: Mapping, key: str | None) -> Any:
+def _thinking(message: Mapping[Any, Any], key: str | None) -> Any:
     """The value under the thinking key; MISSING when absent or null."""
     if key is None:
         return MISSING

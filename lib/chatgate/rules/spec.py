@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .judge import Rule
 
 DEFAULT_ROLES: tuple[str, ...] = ("system", "user", "assistant")
 
@@ -210,18 +213,18 @@ class ChatFormat:
         return ("not_messages", *(rule.code for rule in active_rules(self, extras=True)))
 
     @cached_property
-    def rule_cache(self) -> dict:
+    def rule_cache(self) -> dict[tuple[str, bool, bool, bool], tuple[Rule, ...]]:
         """The rules that apply under this format, chosen once per part and inputs (`judge.active_rules`)."""
         return {}
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """The parameters as plain JSON-ready values."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["roles"] = list(self.roles)
         return out
 
 
-def sample_profile(**overrides) -> ChatFormat:
+def sample_profile(**overrides: Any) -> ChatFormat:
     """The conversation sample type as a format: what such a sample accepts.
 
     Roles system, user and assistant only, a system message at most once and only

@@ -5,14 +5,17 @@ from __future__ import annotations
 import re
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from numbers import Number
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from .judge import BAD, MISSING
+
+if TYPE_CHECKING:
+    from types import FrameType
 
 NOT_JSON = object()
 """What `parse_json` returns for text that isn't JSON (or can't be decoded)."""
@@ -93,14 +96,14 @@ _STACK_LOCK = threading.RLock()
 
 
 @contextmanager
-def _room_on_stack(levels: int):
+def _room_on_stack(levels: int) -> Iterator[None]:
     """Let the next calls recurse about `levels` deeper than the current frame.
 
     Python < 3.12 counts C recursion (msgspec's) against the recursion limit, so
     without this the nesting msgspec accepts would depend on the caller's stack.
     """
     depth = 0
-    frame = sys._getframe()
+    frame: FrameType | None = sys._getframe()
     while frame is not None:
         depth += 1
         frame = frame.f_back
@@ -127,10 +130,10 @@ def message_list(value: Any) -> Any:
     return value if is_sequence(value) else None
 
 
-def roles_and_contents(messages: Any, role_key: str, content_key: str) -> tuple[list, list]:
+def roles_and_contents(messages: Any, role_key: str, content_key: str) -> tuple[list[Any], list[Any]]:
     """Split native messages into the two lists that `judge` reads."""
-    roles: list = []
-    contents: list = []
+    roles: list[Any] = []
+    contents: list[Any] = []
     for message in messages:
         if isinstance(message, Mapping):
             role = message.get(role_key, BAD)
@@ -165,7 +168,7 @@ def is_blank(content: Any, text_key: str = "text") -> bool:
     return False
 
 
-def blank_checker(text_key: str):
+def blank_checker(text_key: str) -> Callable[[Any], bool]:
     """`is_blank` for text parts whose text is under `text_key`."""
     if text_key == "text":
         return is_blank
@@ -207,7 +210,7 @@ def same_value(a: Any, b: Any) -> bool:
         return False
 
 
-def common_prefix(a: list, b: list) -> int:
+def common_prefix(a: list[Any], b: list[Any]) -> int:
     """How many leading items two lists share (`same_value`)."""
     n = 0
     for x, y in zip(a, b):
