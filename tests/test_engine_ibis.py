@@ -24,6 +24,8 @@ from hypothesis import strategies as st
 from chatgate.engines import ibis as ibis_engine
 from chatgate.engines.base import Judged
 from chatgate.engines.ibis import IbisEngine
+from chatgate.engines.ibis import plan as ibis_plan
+from chatgate.engines.ibis import stream as ibis_stream
 from chatgate.engines.tables import (
     default_connection,
     delta_version,
@@ -331,7 +333,7 @@ def test_auto_on_a_table_shorter_than_the_sample_checks_it_once():
 
 
 def test_failing_keys_are_compacted_without_dedup(monkeypatch):
-    monkeypatch.setattr(ibis_engine, "COMPACT_FAILING_ROWS", 5)
+    monkeypatch.setattr(ibis_stream, "COMPACT_FAILING_ROWS", 5)
     values = ["[]", text([m("user"), m("user")]), OK] * 40
     judged = judge(table_of(values), dedup="off", chunk_size=8)
     assert_matches_reference(judged, values, ChatFormat())
@@ -373,7 +375,7 @@ def test_drawn_batches_match_the_reference(case, dedup, join_on):
 def test_key_collisions_never_mislabel(monkeypatch):
     # Only the length is left in the key: every value below has the same key.
     monkeypatch.setattr(
-        ibis_engine, "_keys", lambda v: ((v.length() * 0).cast("int64"), v.length().cast("int64"))
+        ibis_plan, "_keys", lambda v: ((v.length() * 0).cast("int64"), v.length().cast("int64"))
     )
     values = [
         '[{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]',  # passes
@@ -404,7 +406,7 @@ def test_a_real_duckdb_hash_collision():
 
 def test_passing_value_sharing_a_failing_key_passes(monkeypatch):
     monkeypatch.setattr(
-        ibis_engine, "_keys", lambda v: ((v.length() * 0).cast("int64"), v.length().cast("int64"))
+        ibis_plan, "_keys", lambda v: ((v.length() * 0).cast("int64"), v.length().cast("int64"))
     )
     values = ['[{"role": "user", "content": "b"}]', '[{"role": "bot",  "content": "b"}]']
     assert len(values[0]) == len(values[1])
@@ -792,7 +794,7 @@ def test_any_row_check_with_an_integer_column():
 def test_tuple_key_collisions_never_mislabel(monkeypatch):
     # Every tuple has the same key: the SHA-256 of the tuple alone tells them apart.
     monkeypatch.setattr(
-        ibis_engine,
+        ibis_plan,
         "_tuple_keys",
         lambda values: (ibis.literal(0, "int64"), ibis.literal(0, "int64")),
     )
@@ -917,7 +919,7 @@ def test_native_list_of_struct_on_duckdb(dedup):
 
 
 def test_native_column_on_a_backend_that_cant_hand_it_over(monkeypatch):
-    monkeypatch.setattr(ibis_engine, "NATIVE_BACKENDS", frozenset())
+    monkeypatch.setattr(ibis_plan, "NATIVE_BACKENDS", frozenset())
     with pytest.raises(
         TypeError, match=r"column 'chat' is array<struct<role: string, content: string>>"
     ):

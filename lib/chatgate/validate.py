@@ -19,8 +19,9 @@ from .names import API_RESERVED
 from .pipeline import judge_step, preflight
 from .report import StepReport, render_html, render_text
 from .rules import ChatCheck, ChatFormat, RowCheck, dataset_checks
-from .rules.options import option_names, options_doc, signature_with_options, with_options
+from .rules.options import option_names, options_doc, with_options
 from .selectors import Column, Selector, resolve_columns
+from .step_params import CHAT_FORMAT_STEP, check_brief, check_segments
 from .steps import ASSERTION_TYPE, DATASET_ASSERTION_TYPE, DEFAULT_DIMENSION, Step
 from .thresholds import Actions, Thresholds, normalize_thresholds, run_actions
 
@@ -69,7 +70,7 @@ class Validate:
         if actions is not None and not isinstance(actions, Actions):
             raise TypeError(f"actions= must be an Actions object, not {type(actions).__name__}")
         self.actions = actions
-        self.brief = _check_brief(brief)
+        self.brief = check_brief(brief)
         self._plan: list[_Directive] = []
         self.steps: list[Step] = []
         self.time_start: datetime | None = None
@@ -85,7 +86,7 @@ class Validate:
         Harmony, ShareGPT, vision, profiles) by keyword. See the README for them
         and for the problem codes.
         """
-        given = _CHAT_FORMAT_STEP.bind(self, *args, **kwargs)
+        given = CHAT_FORMAT_STEP.bind(self, *args, **kwargs)
         given.apply_defaults()
         arguments = dict(given.arguments)
         fmt = ChatFormat(**{name: arguments.pop(name) for name in option_names()})
@@ -172,8 +173,8 @@ class Validate:
             raise TypeError(f"actions= must be an Actions object, not {type(actions).__name__}")
         if dimension is not None and not isinstance(dimension, str):
             raise TypeError(f"dimension= must be a string or None, not {dimension!r}")
-        _check_brief(brief)
-        _check_segments(segments)
+        check_brief(brief)
+        check_segments(segments)
         if isinstance(columns, (list, tuple)) and not columns:
             raise ValueError("columns= is empty: name at least one column")
         if assertion_type == ASSERTION_TYPE:
@@ -255,7 +256,7 @@ class Validate:
         if spec is None:
             return [None]
         out: list[tuple[str, Any] | None] = []
-        for item in _check_segments(spec):
+        for item in check_segments(spec):
             if isinstance(item, str):
                 if item not in self.engine.columns(self.data):
                     raise ChatgateError(f"the segment column {item!r} isn't in the table")
@@ -435,28 +436,6 @@ class Validate:
         return render_html(self)
 
 
-def _check_brief(brief: Any) -> Any:
-    if brief is not None and not isinstance(brief, (str, bool)):
-        raise TypeError(f"brief= must be a string, True, False or None, not {brief!r}")
-    return brief
-
-
-def _check_segments(spec: Any) -> list[Any]:
-    """The items of segments=, each a column name or a (column, values) tuple; TypeError otherwise."""
-    if spec is None:
-        return []
-    items = spec if isinstance(spec, list) else [spec]
-    for item in items:
-        ok = isinstance(item, str) or (
-            isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)
-        )
-        if not ok:
-            raise TypeError(
-                f"segments= takes a column name, a (column, values) tuple, or a list of them, not {item!r}"
-            )
-    return items
-
-
 def _columns_text(columns: Any) -> str:
     """How a columns= spec that matched nothing is shown in the COLUMNS cell."""
     items = columns if isinstance(columns, (list, tuple)) else [columns]
@@ -501,25 +480,5 @@ def _step_json(s: Step) -> dict[str, Any]:
     }
 
 
-def _chat_format_step(
-    self: Validate,
-    columns: Any,
-    pre: Callable[[Any], Any] | None = None,
-    segments: Any = None,
-    thresholds: Any = None,
-    actions: Actions | None = None,
-    brief: str | bool | None = None,
-    active: bool | Callable[[Any], Any] = True,
-    dimension: str | None = None,
-    *,
-    dedup: Dedup = "auto",
-    tools_column: str | None = None,
-    images_column: str | None = None,
-) -> Validate:
-    """The step parameters of `col_vals_chat_format`; the check's options are added from ChatFormat."""
-    raise NotImplementedError  # pragma: no cover - a signature only
-
-
-_CHAT_FORMAT_STEP = signature_with_options(_chat_format_step, core_positional=True, after="columns")
-Validate.col_vals_chat_format.__signature__ = _CHAT_FORMAT_STEP  # type: ignore[attr-defined]
+Validate.col_vals_chat_format.__signature__ = CHAT_FORMAT_STEP  # type: ignore[attr-defined]
 Validate.col_vals_chat_format.__doc__ = (Validate.col_vals_chat_format.__doc__ or "") + options_doc()

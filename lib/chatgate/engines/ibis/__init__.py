@@ -1,0 +1,280 @@
+"""The embedded engine: any Ibis table (DuckDB by default), judged in five steps.
+
+An engine judges a `RowCheck`: the columns `check.columns` of each row, together
+(a "tuple"; one column for a plain chat column).
+
+1. key: on the backend, a key of each tuple: its 64-bit `hash()` and its length
+   (for several columns, the `hash()` of the struct of the values and the sum of
+   the text lengths);
+2. dedup: the distinct tuples and how many rows hold each (`group_by` on the
+   values themselves, so deduplication is exact), or every row;
+3. check: the tuples stream to Python in Arrow record batches of at most
+   `chunk_size` rows, holding exactly the check's columns under their own names,
+   and `check.check(batch)` judges each batch; only the failing tuples are kept,
+   as (key, SHA-256 of the tuple, reason), in Arrow;
+4. join back: the failing set is uploaded as an `ibis.memtable`, one row per key
+   holding a map {SHA-256: reason}, and left-joined to the table on the key. A
+   row takes the reason filed under the SHA-256 of its own tuple, which the
+   backend computes for key-matching rows only. Keys do collide (DuckDB's
+   `hash()` does on long strings that differ in a byte or two), but a collision
+   can't mislabel a row, nor multiply it;
+5. count: units, failures and reasons come from the counts per distinct tuple,
+   without scanning the table again. Reasons are ordered by count; only when two
+   counts tie is the table read once more, for the first failing row of each
+   (`row_number()` in scan order), and then by `rules.reason_rank`.
+
+The SHA-256 of a tuple of several columns is that of its parts joined with ",":
+for each column, in `check.columns` order, the SHA-256 (hex) of a text's UTF-8
+bytes, "t"/"f" for a boolean, the decimal digits of an integer, "~" for a null.
+A part never holds a ",", and each column's parts can't be mistaken for one
+another (64 hex digits, one letter, digits, or "~"), so two tuples share it only
+if SHA-256 collides. Python computes it for the failing tuples, from the Arrow
+buffers; the backend for the rows whose key matched.
+
+Missing values: for a chat column judged alone (a `ChatCheck` without
+`tools_column` or `images_column`) they never travel: they are counted on the
+backend and get `not_messages` there (or pass, with `na_pass=True`). Any other
+check gets every tuple, nulls included, and decides: a null in a tuple isn't a
+failure by itself.
+
+Native nested columns (lists of structs, structs, maps) are supported on DuckDB,
+which hands them over as Arrow: their distinct values are checked like JSON
+text, and the failing values themselves are uploaded and joined on (DuckDB
+compares nested values exactly, nulls inside included; the tuples of several
+columns are compared with `IS NOT DISTINCT FROM`, so a null matches a null).
+The same value join serves binary columns, tuples with a column other than text,
+booleans and integers, and backends without `hash()`, SHA-256 or maps.
+
+A chat column of any other type (integers, floats, booleans, dates, ...) is
+judged the same way, by the check, as on every engine: its values aren't lists
+of messages (`not_messages`), its nulls follow `na_pass`. Types Ibis can't send
+back to the backend (intervals, DuckDB's BIT and UNION) are judged as their text.
+
+Memory: Python holds one batch at a time, plus the failing set as Arrow (about
+100 bytes per failing distinct tuple on the hash join; the failing values
+themselves on the value join). The backend does the deduplication, and DuckDB
+spills to disk when it must.
+
+>>> import ibis
+>>> from chatgate.rules import ChatFormat, DatasetCheck
+>>> t = ibis.memtable({"chat": ['[{"role": "user", "content": "Hi"}]', "[]"]})
+>>> judged = IbisEngine().judge(t, "chat", ChatFormat())
+>>> judged.failed, judged.reasons
+(1, {'no_messages': 1})
+>>> pairs = ibis.memtable({"prompt": ["The sky is", "1 + 1 ="], "completion": [" blue.", None]})
+>>> IbisEngine().judge_check(pairs, DatasetCheck("prompt_completion")).reasons
+{'not_text': 1}
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import ibis
+import pyarrow as pa
+
+from ...rules import ChatCheck, ChatFormat, RowCheck
+from .. import base
+from ..base import REASON_COLUMN, Dedup, Engine, Judged, ordered_reasons
+from .join import _annotate, _failing_table
+from .plan import NATIVE_BACKENDS as NATIVE_BACKENDS
+from .plan import NULL_PART as NULL_PART
+from .plan import JoinOn, _make_plan
+from .plan import _tuple_digest as _tuple_digest
+from .plan import _tuple_sha256 as _tuple_sha256
+from .stream import AUTO_DEDUP_MIN_REPEATS, _decide, _stream
+from .stream import COMPACT_FAILING_ROWS as COMPACT_FAILING_ROWS
+from .stream import PROGRESS_MIN_BATCHES as PROGRESS_MIN_BATCHES
+from .tally import _first_rows, _Names
+
+__all__ = [
+    "AUTO_DEDUP_MIN_REPEATS",
+    "CHUNK_SIZE",
+    "IbisEngine",
+]
+
+CHUNK_SIZE = 10_000
+"""Rows per Arrow batch sent to Python (the scale notes' sweet spot)."""
+
+
+class IbisEngine(Engine):
+    """Judge row checks over Ibis tables on their own backend; see the module docstring.
+
+    `chunk_size` is the number of rows per Arrow batch sent to Python. `join_on`
+    picks how failing tuples are joined back: "hash" (hash and length, then SHA-256;
+    text columns, with booleans and integers besides, on backends with `hash()`,
+    SHA-256 and maps), "value" (the failing values themselves), or "auto" (hash when
+    possible). `progress` shows a tqdm bar of the rows checked: None decides from the
+    environment (`CHATGATE_PROGRESS=0` turns it off, `=1` on; otherwise only on a
+    terminal), and only for more than `PROGRESS_MIN_BATCHES` batches' worth of rows.
+    """
+
+    name = "ibis"
+
+    def __init__(
+        self,
+        *,
+        chunk_size: int = CHUNK_SIZE,
+        join_on: JoinOn = "auto",
+        progress: bool | None = None,
+    ) -> None:
+        if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
+            raise ValueError(f"chunk_size= must be a positive integer, not {chunk_size!r}")
+        if join_on not in ("auto", "hash", "value"):
+            raise ValueError(f"join_on= must be 'auto', 'hash' or 'value', not {join_on!r}")
+        if progress not in (None, True, False):
+            raise ValueError(f"progress= must be True, False or None, not {progress!r}")
+        self.chunk_size = chunk_size
+        self.join_on = join_on
+        self.progress = progress
+
+    # -- the small questions -------------------------------------------------------------
+
+    def accepts(self, table: Any) -> bool:
+        return isinstance(table, ibis.expr.types.Table)
+
+    def columns(self, table: ibis.Table) -> list[str]:
+        return list(table.columns)
+
+    def row_count(self, table: ibis.Table) -> int:
+        return int(table.count().execute())
+
+    def segment_values(self, table: ibis.Table, column: str) -> list[Any]:
+        _require_column(table, column)
+        distinct = table.select(column).distinct()
+        ordered = distinct.order_by(ibis.asc(distinct[column], nulls_first=False))
+        return ordered.to_pyarrow().column(0).to_pylist()
+
+    def filter_equal(self, table: ibis.Table, column: str, value: Any) -> ibis.Table:
+        _require_column(table, column)
+        if value is None:
+            return table.filter(table[column].isnull())
+        return table.filter(table[column] == value)
+
+    def preview(self, table: ibis.Table, limit: int) -> pa.Table:
+        return table.limit(limit).to_pyarrow()
+
+    def drop_columns(self, table: ibis.Table, names: list[str]) -> ibis.Table:
+        return table.drop(*names) if names else table
+
+    def concat(self, tables: list[ibis.Table]) -> ibis.Table:
+        if not tables:
+            raise ValueError("concat() needs at least one table")
+        return tables[0] if len(tables) == 1 else ibis.union(*tables, distinct=False)
+
+    def failing_rows(self, judged: Judged) -> ibis.Table:
+        annotated = judged.annotated
+        return annotated.filter(annotated[judged.reason_column].notnull())
+
+    def passing_rows(self, judged: Judged) -> ibis.Table:
+        annotated = judged.annotated
+        passing = annotated.filter(annotated[judged.reason_column].isnull())
+        return passing.drop(judged.reason_column)
+
+    # -- judging -------------------------------------------------------------------------
+
+    def judge(
+        self,
+        table: ibis.Table,
+        column: str,
+        fmt: ChatFormat,
+        *,
+        dedup: Dedup = "auto",
+        reason_column: str = REASON_COLUMN,
+    ) -> Judged:
+        """Judge the chat column `column` of `table`: `judge_check` with `ChatCheck(column, fmt)`."""
+        if not self.accepts(table):
+            raise TypeError(f"IbisEngine judges Ibis tables, not {type(table).__name__}")
+        if not isinstance(fmt, ChatFormat):
+            raise TypeError(f"fmt must be a ChatFormat, not {type(fmt).__name__}")
+        return self.judge_check(
+            table, ChatCheck(column, fmt), dedup=dedup, reason_column=reason_column
+        )
+
+    def judge_check(
+        self,
+        table: ibis.Table,
+        check: RowCheck,
+        *,
+        dedup: Dedup = "auto",
+        reason_column: str = REASON_COLUMN,
+    ) -> Judged:
+        """Judge the columns `check.columns` of `table` together, with `check.check` only.
+
+        The codes come from `check.check(batch)` alone, each batch holding exactly the
+        check's columns, named as in the table (a JSON column as its text). dedup="on"
+        checks each distinct tuple once, "off" every row, "auto" decides on the share
+        of repeated tuples. `Judged.annotated` is lazy, on the table's backend;
+        `Judged.distinct_values` is the number of distinct tuples checked (see `Judged`),
+        None without dedup; `extra["checked"]` is the number of tuples sent to the check.
+        """
+        if not self.accepts(table):
+            raise TypeError(f"IbisEngine judges Ibis tables, not {type(table).__name__}")
+        if not isinstance(check, RowCheck):
+            raise TypeError(f"check must be a RowCheck, not {type(check).__name__}")
+        base.check_dedup(dedup)
+        columns = tuple(dict.fromkeys(check.columns))
+        if not columns:
+            raise ValueError(f"the check {check.describe()!r} reads no column")
+        for column in columns:
+            _require_column(table, column)
+        if reason_column in table.columns:
+            raise ValueError(
+                f"the table already has a column {reason_column!r}; "
+                "rename it or pick another reason_column="
+            )
+        backend = table.get_backend()
+        plan = _make_plan(table, check, columns, backend, self.join_on)
+        names = _Names.fresh()
+
+        rows = self.row_count(table)
+        dedup_on, repeats = _decide(table, plan, rows, dedup, self.chunk_size)
+        tally = None
+        if dedup_on is None:  # the first rows of the stream without dedup decide
+            tally, repeats = _stream(
+                table, check, plan, names, rows,
+                chunk_size=self.chunk_size, progress=self.progress, dedup_on=False, decide=True,
+            )
+            dedup_on = tally is None
+        if tally is None:
+            tally, _ = _stream(
+                table, check, plan, names, rows,
+                chunk_size=self.chunk_size, progress=self.progress, dedup_on=dedup_on,
+            )
+        assert tally is not None  # only a stream that decides stops early
+        if not dedup_on:
+            tally.units = rows
+            tally.nulls = rows - tally.checked
+        if tally.nulls and not plan.na_pass:
+            tally.count("not_messages", tally.nulls)
+
+        failing = _failing_table(tally, plan, names)
+        annotate = functools.partial(_annotate, plan=plan, failing=failing, names=names)
+        first_rows = _first_rows(table, annotate, tally.reasons, names)
+        return Judged(
+            units=tally.units,
+            failed=tally.failed,
+            reasons=ordered_reasons(tally.reasons, first_rows),
+            distinct_values=tally.present if dedup_on else None,
+            annotated=annotate(table, reason_column),
+            reason_column=reason_column,
+            deduplicated=dedup_on,
+            extra={
+                "backend": backend.name,
+                "columns": list(columns),
+                "join_on": plan.join_on,
+                "batches": tally.batches,
+                "checked": tally.checked,
+                "nulls": tally.nulls,
+                "repeats_estimate": repeats,
+                "key_collisions": tally.collisions,
+            },
+        )
+
+
+def _require_column(table: ibis.Table, column: str) -> None:
+    if column not in table.columns:
+        raise KeyError(
+            f"column {column!r} isn't in the table; its columns are {list(table.columns)}"
+        )

@@ -1,0 +1,95 @@
+"""The tallies: what the check of the batches leaves behind, and the work columns' names.
+
+`_Tally` holds the counts and the failing set (as Arrow), `_distinct_failing`
+deduplicates that set, and `_first_rows` finds the first failing row of reasons
+whose counts tie (step 5 of the package docstring).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import ibis
+import pyarrow as pa
+
+from .plan import _Plan
+
+
+@dataclass
+class _Tally:
+    """What the check of the batches leaves behind: counts and the failing set, as Arrow."""
+
+    units: int = 0
+    nulls: int = 0
+    checked: int = 0  # tuples sent to the check
+    present: int = 0  # of those, the tuples with a value (not every column null)
+    batches: int = 0
+    failed: int = 0
+    reasons: dict[str, int] = field(default_factory=dict)
+    failing: list[pa.Table] = field(default_factory=list)
+    pending: int = 0  # failing rows appended since the failing set was last deduplicated
+    compacted: int = 0  # distinct failing values after the last deduplication
+    collisions: int = 0
+
+    def count(self, reason: str, rows: int) -> None:
+        self.failed += rows
+        self.reasons[reason] = self.reasons.get(reason, 0) + rows
+
+
+@dataclass(frozen=True)
+class _Names:
+    """Column names for the work columns, fresh for each judgement so they can't clash."""
+
+    n: str
+    k1: str
+    kl: str
+    fk1: str
+    fkl: str
+    fsha: str
+    fvalue: str
+    freason: str
+    rn: str
+    reason: str
+
+    @classmethod
+    def fresh(cls) -> _Names:
+        tag = uuid.uuid4().hex[:8]
+        return cls(*(f"_chatgate_{tag}_{part}" for part in cls.__dataclass_fields__))
+
+    def fvalues(self, plan: _Plan) -> list[str]:
+        """The names of the failing values in the value join's failing set, one per column."""
+        return [f"{self.fvalue}{i}" for i in range(len(plan.columns))]
+
+
+def _distinct_failing(tables: list[pa.Table], names: _Names) -> pa.Table:
+    """One row per failing tuple: (hash, length, SHA-256, reason)."""
+    keys = [names.fk1, names.fkl, names.fsha]
+    grouped = pa.concat_tables(tables).group_by(keys).aggregate([(names.freason, "min")])
+    return grouped.select([*keys, f"{names.freason}_min"]).rename_columns([*keys, names.freason])
+
+
+def _first_rows(
+    table: ibis.Table,
+    annotate: Callable[[ibis.Table, str], ibis.Table],
+    counts: dict[str, int],
+    names: _Names,
+) -> dict[str, int] | None:
+    """The first failing row of each reason that ties with another on count, or None.
+
+    Only ties need it, and only then is it computed: one more pass over the table,
+    with `row_number()` in scan order (a streaming window on DuckDB). On a backend
+    whose scans have no stable order, the result is only as stable as the scan.
+    """
+    tied = sorted(r for r, c in counts.items() if list(counts.values()).count(c) > 1)
+    if not tied:
+        return None
+    numbered = annotate(table.mutate(**{names.rn: ibis.row_number()}), names.reason)
+    failing = numbered.filter(numbered[names.reason].isin(tied))
+    firsts = failing.group_by(names.reason).aggregate(**{names.rn: failing[names.rn].min()})
+    try:
+        rows = firsts.to_pyarrow()
+    except Exception:  # noqa: BLE001 - no row numbers on this backend: ties go by check order
+        return None
+    return dict(zip(rows[names.reason].to_pylist(), rows[names.rn].to_pylist()))
