@@ -137,7 +137,7 @@ def test_source_version_pins_an_older_snapshot(tmp_path, engine, backend):
 
 @pytest.mark.parametrize(
     "version, message",
-    [(7, "source_version: 7 is past .* latest version, 0"), ("x", "source_version: 'x' isn't a Delta version")],
+    [(7, r"source_version: 7 is past the latest version \(0\) of '.*chats'"), ("x", "source_version: 'x' isn't a Delta version")],
 )
 def test_a_source_version_that_isnt_there_is_named(tmp_path, engine, backend, version, message):
     source, _ = _source(tmp_path)

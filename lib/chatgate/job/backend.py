@@ -97,7 +97,7 @@ def pinned_version(source: str, latest: int | None, asked: int | None) -> int | 
     if latest is None:
         raise ConfigError(f"source_version: {source!r} isn't a Delta table, so it has no versions to pin")
     if asked > latest:
-        raise ConfigError(f"source_version: {asked} is past {source!r}'s latest version, {latest}")
+        raise ConfigError(f"source_version: {asked} is past the latest version ({latest}) of {source!r}")
     return asked
 
 
