@@ -13,11 +13,11 @@ import pytest
 from deltalake import write_deltalake
 
 from chatgate import first_problem
-from chatgate.engines.tables import delta_source
 from chatgate.errors import ConfigError, SourceError
 from chatgate.job.config import build_config
 from chatgate.job.runner import EXIT_CRITICAL, EXIT_ERROR, EXIT_OK, run
 from chatgate.sample import chat_table
+from job_helpers import job_config, read_delta
 
 CHECKS = {"first_role": "user", "last_role": "assistant"}
 
@@ -30,24 +30,12 @@ def source(tmp_path):
     return path, table
 
 
-def _config(tmp_path, source_path, engine, **overrides):
-    raw = {
-        "source": source_path,
-        "engine": engine,
-        "columns": ["messages"],
-        "checks": CHECKS,
-        "outputs": {
-            "quarantine": str(tmp_path / "quarantine"),
-            "summary": str(tmp_path / "summary"),
-            "valid": str(tmp_path / "valid"),
-        },
-        "run_id": "run-1",
-    }
-    return build_config(raw, overrides)
+def _config(tmp_path, source, engine, **overrides):
+    return job_config(tmp_path, source, engine, CHECKS, **overrides)
 
 
 def _read(path) -> pa.Table:
-    return delta_source(path).to_table()
+    return read_delta(path)
 
 
 def _expected(table: pa.Table) -> dict[int, str]:

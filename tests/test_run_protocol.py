@@ -21,12 +21,11 @@ from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError
 
 from chatgate import first_problem
-from chatgate.engines.tables import delta_source
 from chatgate.errors import ConfigError
 from chatgate.job import runner
-from chatgate.job.config import build_config
 from chatgate.job.runner import run
 from chatgate.sample import chat_table
+from job_helpers import job_config, read_delta
 
 REPO = Path(__file__).resolve().parents[1]
 CHECKS = {"last_role": "assistant"}
@@ -52,24 +51,12 @@ def _source(tmp_path: Path, rows: int = 120, seed: int = 4, start: int = 0) -> t
     return path, table
 
 
-def _config(tmp_path: Path, source: str, engine: str, **overrides):
-    raw = {
-        "source": source,
-        "engine": engine,
-        "columns": ["messages"],
-        "checks": CHECKS,
-        "outputs": {
-            "quarantine": str(tmp_path / "quarantine"),
-            "summary": str(tmp_path / "summary"),
-            "valid": str(tmp_path / "valid"),
-        },
-        "run_id": "run-1",
-    }
-    return build_config(raw, overrides)
+def _config(tmp_path, source, engine, **overrides):
+    return job_config(tmp_path, source, engine, CHECKS, **overrides)
 
 
 def _read(path) -> pa.Table:
-    return delta_source(str(path)).to_table()
+    return read_delta(path)
 
 
 def _failing_ids(table: pa.Table) -> set[int]:
