@@ -84,3 +84,9 @@ def test_demo_builds_a_lakehouse_runs_and_queries(tmp_path, capsys):
     assert "reason" in out and "first_id" in out
     for code in ("not_messages", "empty_content", "not_alternating"):
         assert code in out
+
+
+def test_run_with_the_embedded_engines_settings(lake, capsys):
+    flags = _flags(lake, "--memory-limit", "64MB", "--threads", "1", "--temp-dir", str(lake / "spill"))
+    assert main(flags) == 0, capsys.readouterr().err
+    assert "status: 0" in capsys.readouterr().out

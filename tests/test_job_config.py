@@ -153,3 +153,31 @@ def test_undetectable_dataset_type_is_a_config_error():
     config = build_config({**BASE, "dataset": {"type": "auto"}}, {})
     with pytest.raises(ConfigError, match="dataset: can't tell the dataset type"):
         config.dataset.checks(["id", "body"])
+
+
+def test_embedded_settings_reach_the_jobs_duckdb(tmp_path):
+    from chatgate.job.runner import backend_for
+
+    config = build_config(
+        {**BASE, "embedded": {"memory_limit": "256MB", "temp_directory": str(tmp_path / "spill")}}, {"threads": 1}
+    )
+    con = backend_for(config).con
+    got = con.raw_sql(
+        "SELECT current_setting('memory_limit'), current_setting('threads'), current_setting('temp_directory')"
+    ).fetchall()
+    assert got == [("244.1 MiB", 1, str(tmp_path / "spill"))]
+
+
+@pytest.mark.parametrize(
+    "raw, overrides, message",
+    [
+        ({**BASE, "embedded": {"memory_limit": "lots"}}, {}, "memory_limit: 'lots' isn't a size such as 512MB or 2GB"),
+        (BASE, {"threads": 0}, "threads: 0 isn't a number of threads"),
+        ({**BASE, "embedded": {"memory": "1GB"}}, {}, "embedded: unknown key 'memory'"),
+        (BASE, {"engine": "spark", "memory_limit": "1GB"}, "embedded: memory_limit set the embedded engine's DuckDB"),
+    ],
+)
+def test_bad_embedded_settings_are_named(raw, overrides, message):
+    with pytest.raises(ConfigError) as info:
+        build_config(raw, overrides)
+    assert message in str(info.value)

@@ -63,6 +63,11 @@ def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--error", help="error level (exit status 3 when reached)")
     p.add_argument("--critical", help="critical level (exit status 4 when reached)")
     p.add_argument("--dedup", choices=DEDUP_MODES, help="check distinct values only: auto (default), on, off")
+    p.add_argument("--memory-limit", dest="memory_limit", metavar="SIZE",
+                   help="embedded engine: DuckDB's memory before it spills to disk, e.g. 2GB (default: DuckDB's)")
+    p.add_argument("--threads", type=int, metavar="N", help="embedded engine: DuckDB's threads (default: every core)")
+    p.add_argument("--temp-dir", dest="temp_directory", metavar="PATH",
+                   help="embedded engine: where DuckDB spills (default: DuckDB's, beside the process)")
     p.add_argument("--quiet", action="store_true", help="print only the summary")
     p.add_argument("--debug", action="store_true", help="on failure, print the whole traceback")
     return p

@@ -77,12 +77,19 @@ def default_connection() -> DuckDBBackend:
     global _CONNECTION
     with _LOCK:
         if _CONNECTION is None:
-            import ibis
-
-            con = ibis.duckdb.connect()
-            con.raw_sql("SET enable_progress_bar = false")
-            _CONNECTION = con
+            _CONNECTION = duckdb_connection()
         return _CONNECTION
+
+
+def duckdb_connection(**settings: Any) -> DuckDBBackend:
+    """A new in-memory DuckDB connection behind Ibis, with DuckDB `settings` such as
+    memory_limit="1GB", threads=2 or temp_directory="/scratch" (where it spills);
+    its progress bar is off, as on the default connection."""
+    import ibis
+
+    con = ibis.duckdb.connect(**{k: v for k, v in settings.items() if v is not None})
+    con.raw_sql("SET enable_progress_bar = false")
+    return con
 
 
 def open_table(

@@ -83,6 +83,29 @@ class OutputConfig:
 
 
 @dataclass(frozen=True)
+class EmbeddedConfig:
+    """Settings of the embedded engine's DuckDB: None leaves DuckDB's default."""
+
+    memory_limit: str | None = None  # e.g. "1GB": past it, DuckDB spills to temp_directory
+    threads: int | None = None
+    temp_directory: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.memory_limit is not None and not _MEMORY.fullmatch(str(self.memory_limit)):
+            raise ConfigError(f"memory_limit: {self.memory_limit!r} isn't a size such as 512MB or 2GB")
+        if self.threads is not None and (
+            isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1
+        ):
+            raise ConfigError(f"threads: {self.threads!r} isn't a number of threads (1 or more)")
+
+    def settings(self) -> dict[str, Any]:
+        return {k: v for k, v in vars(self).items() if v is not None}
+
+
+_MEMORY = re.compile(r"\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
 class JobConfig:
     source: str
     steps: tuple[StepConfig, ...]
@@ -93,6 +116,7 @@ class JobConfig:
     thresholds: Thresholds = field(default_factory=Thresholds)
     dedup: Dedup = "auto"
     source_version: int | None = None
+    embedded: EmbeddedConfig = field(default_factory=EmbeddedConfig)
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
@@ -106,6 +130,9 @@ class JobConfig:
         if not self.run_id:
             object.__setattr__(self, "run_id", new_run_id())
         check_run_id(self.run_id)
+        if self.engine != "duckdb" and self.embedded.settings():
+            given = ", ".join(self.embedded.settings())
+            raise ConfigError(f"embedded: {given} set the embedded engine's DuckDB, not {self.engine}'s memory")
         if self.source_version is not None and (
             isinstance(self.source_version, bool) or not isinstance(self.source_version, int) or self.source_version < 0
         ):
@@ -134,7 +161,9 @@ def new_run_id() -> str:
 
 TOP_KEYS = {
     "source", "source_version", "engine", "columns", "dataset", "checks", "outputs", "thresholds", "run_id", "dedup",
+    "embedded",
 }
+_EMBEDDED_KEYS = ("memory_limit", "threads", "temp_directory")
 _COLUMN_KEYS = ("tools_column", "images_column")
 _DATASET_KEYS = {"type", "format", "columns", "tools_column", "images_column"}
 
@@ -202,7 +231,17 @@ def build_config(raw: dict[str, Any], overrides: dict[str, Any]) -> JobConfig:
         ),
         thresholds=_thresholds(thresholds),
         dedup=_dedup(overrides.get("dedup") or raw.get("dedup", "auto")),
+        embedded=_embedded(raw, overrides),
     )
+
+
+def _embedded(raw: dict[str, Any], overrides: dict[str, Any]) -> EmbeddedConfig:
+    settings = dict(_mapping(raw.get("embedded"), "embedded"))
+    unknown = set(settings) - set(_EMBEDDED_KEYS)
+    if unknown:
+        raise ConfigError(f"embedded: unknown key {sorted(unknown)[0]!r}; known keys: {list(_EMBEDDED_KEYS)}")
+    settings.update({k: overrides[k] for k in _EMBEDDED_KEYS if overrides.get(k) is not None})
+    return EmbeddedConfig(**settings)
 
 
 def _text(key: str, value: Any) -> str:

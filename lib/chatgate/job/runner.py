@@ -77,20 +77,22 @@ class _Output:
     run_id_column: str
 
 
-def backend_for(engine: str, **options: Any) -> JobBackend:
-    """The job backend of an engine name, imported only when asked for."""
-    if engine == "spark":
+def backend_for(config: JobConfig) -> JobBackend:
+    """The job backend of the config's engine, imported only when asked for."""
+    if config.engine == "spark":
         from .spark import SparkJobBackend
 
-        return SparkJobBackend(**options)
+        return SparkJobBackend()
+    from ..engines.tables import duckdb_connection
     from .duckdb import DuckDBJobBackend
 
-    return DuckDBJobBackend(**options)
+    settings = config.embedded.settings()
+    return DuckDBJobBackend(con=duckdb_connection(**settings) if settings else None)
 
 
 def run(config: JobConfig, backend: JobBackend | None = None) -> RunResult:
     """Run the job described by `config`; returns what it found and wrote."""
-    backend = backend or backend_for(config.engine)
+    backend = backend or backend_for(config)
     started_at = datetime.now(timezone.utc)
     table, source_version = backend.open_source(config.source, config.source_version)
     source_columns = backend.engine.columns(table)
