@@ -53,21 +53,30 @@ numbers the source in its scan order), then by the global order of all codes.
 from __future__ import annotations
 
 import functools
-import operator
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
-from ..rules import ChatCheck, RowCheck
+from ..rules import RowCheck
 from . import base
 from .base import REASON_COLUMN, Dedup, Engine, Judged, ordered_reasons, repeats_share
+from .spark_keys import (
+    H1,
+    H2,
+    KEYS,
+    LENGTH,
+    column_ref,
+    key_columns,
+    key_text,
+    nulls_native,
+    wide_key_columns,
+)
 
 BATCH_ROWS = 10_000
 """Rows per Arrow batch sent to Python (spark.sql.execution.arrow.maxRecordsPerBatch)."""
@@ -80,8 +89,6 @@ Deduplication costs a shuffle of the distinct values and a sort-based aggregate
 repeats and won at high duplication. 0.5 sits between.
 """
 
-H1, H2, LENGTH = "__chatgate_h1__", "__chatgate_h2__", "__chatgate_len__"
-KEYS = (H1, H2, LENGTH)
 VALUE, REASON, COUNT = "__chatgate_value__", "__chatgate_reason__", "__chatgate_n__"
 ROW = "__chatgate_row__"
 FAILING_KEY_BYTES = 64
@@ -258,7 +265,7 @@ class _Keyed:
         reason_column: str = REASON_COLUMN,
     ) -> _Keyed:
         names = _check_arguments(table, check, dedup, reason_column)
-        if _nulls_native(check):
+        if nulls_native(check):
             value = column_ref(check.column)
             return cls(
                 check=check,
@@ -268,7 +275,7 @@ class _Keyed:
                 present=value.isNotNull(),
                 null_reason=None if check.fmt.na_pass else "not_messages",
             )
-        texts = [_key_text(column_ref(name), table.schema[name].dataType) for name in names]
+        texts = [key_text(column_ref(name), table.schema[name].dataType) for name in names]
         return cls(
             check=check,
             names=names,
@@ -277,43 +284,6 @@ class _Keyed:
             present=None,
             null_reason=None,
         )
-
-
-def _nulls_native(check: RowCheck) -> TypeGuard[ChatCheck]:
-    """Does `check` read one chat column, whose nulls Spark can judge without Python?"""
-    return isinstance(check, ChatCheck) and tuple(check.columns) == (check.column,)
-
-
-def key_columns(value: Column, dtype: T.DataType) -> list[Column]:
-    """The wide key of one column's non-null values: (xxhash64, murmur3, byte length) of its text."""
-    text = _key_text(value, dtype)
-    return [F.xxhash64(text), F.hash(text), F.octet_length(text)]
-
-
-def wide_key_columns(texts: list[Column]) -> list[Column]:
-    """The wide key of several columns' texts (nulls included), in order.
-
-    Each text is followed by its null flag: Spark's hashes skip a null argument,
-    so `(null, "")` and `("", null)` would hash alike without it.
-    """
-    parts = [part for text in texts for part in (text, text.isNull())]
-    lengths = [
-        F.coalesce(F.octet_length(text).cast("long"), F.lit(0).cast("long")) for text in texts
-    ]
-    return [F.xxhash64(*parts), F.hash(*parts), functools.reduce(operator.add, lengths)]
-
-
-def _key_text(value: Column, dtype: T.DataType) -> Column:
-    """What the key hashes: the raw bytes of text, the JSON (nulls written) of anything else."""
-    if isinstance(dtype, T.BinaryType):
-        return value
-    if isinstance(dtype, T.StringType):
-        # A collated string hashes by collation ("Hi" = "hi" in UTF8_LCASE): hash its bytes.
-        binary_collation = getattr(dtype, "collation", "UTF8_BINARY") == "UTF8_BINARY"
-        return value if binary_collation else value.cast("binary")
-    if isinstance(dtype, (T.ArrayType, T.MapType, T.StructType)):
-        return F.to_json(value, {"ignoreNullFields": "false"})
-    return value.cast("string")
 
 
 def check_batches(
@@ -500,19 +470,6 @@ def _check_arguments(
     if clash:
         raise ValueError(f"the table has chatgate's reserved column {min(clash)!r}")
     return names
-
-
-def column_ref(name: str) -> Column:
-    """The top-level column `name`, whatever it holds: dots, backticks, spaces, `;`, `=`, any letters.
-
-    `F.col(name)` parses its argument (a dot reaches into a struct, a backtick
-    quotes), so every reference to a column by name goes through here: quoted,
-    with its backticks doubled. (`DataFrame.drop` and `withColumn` take names
-    as they are.)
-    """
-    return F.col("`" + name.replace("`", "``") + "`")
-
-
 
 
 def _conf_true(table: DataFrame, key: str) -> bool:

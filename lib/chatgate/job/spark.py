@@ -11,7 +11,8 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ..engines.spark import SparkEngine, column_ref
+from ..engines.spark import SparkEngine
+from ..engines.spark_keys import column_ref
 from ..engines.spark_session import get_spark
 from ..errors import OutputError, SourceError
 from .backend import (
