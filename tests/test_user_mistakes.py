@@ -176,3 +176,9 @@ def test_a_config_cannot_run_code(lake):
     config.write_text(f'source: !!python/object/apply:os.system ["touch {marker}"]\ncolumns: [messages]\n')
     _one_line(_chatgate("run", "--config", str(config)), 2, "isn't valid YAML")
     assert not marker.exists()
+
+
+def test_python_dash_m_chatgate_is_the_command():
+    done = subprocess.run([sys.executable, "-m", "chatgate", "--version"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("chatgate ")
