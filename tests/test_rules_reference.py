@@ -434,7 +434,7 @@ def test_every_reason_has_a_failing_example():
     assert set(REASONS) <= codes
 
 
-def test_reasons_are_in_the_seed_order():
+def test_reasons_are_in_the_documented_order():
     assert REASONS == (
         "not_messages",
         "no_messages",
