@@ -105,7 +105,7 @@ def main(argv=None) -> int:
     spark, startup = None, None
     if not args.no_spark:
         start = time.perf_counter()
-        from chatgate.engines.spark_session import get_spark
+        from chatgate.engines.spark.session import get_spark
 
         spark = get_spark(
             "chatgate-bench",
@@ -139,9 +139,9 @@ def warm_up(spark, scratch: Path) -> None:
     small = source_table(20_000, 0.3)
     paths.job("duckdb", small, scratch)
     if spark is not None:
-        from chatgate.job.spark import SparkJobBackend
+        from chatgate.engines.spark import SparkEngine
 
-        paths.job("spark", small, scratch, backend=SparkJobBackend(spark))
+        paths.job("spark", small, scratch, backend=SparkEngine(spark=spark))
 
 
 def print_scale() -> None:
@@ -184,9 +184,9 @@ def run_scenario(rows: int, dup: float, repeats: int, spark, scratch: Path) -> d
         measure(f"embedded job dedup={mode}", lambda m=mode: paths.job("duckdb", source, scratch, dedup=m))
     measure("duckdb native SQL", lambda: paths.duckdb_native_sql(source, scratch))
     if spark is not None:
-        from chatgate.job.spark import SparkJobBackend
+        from chatgate.engines.spark import SparkEngine
 
-        backend = SparkJobBackend(spark)
+        backend = SparkEngine(spark=spark)
         measure("spark ceiling (scan+hash)", lambda: paths.spark_ceiling(spark, source, scratch))
         for mode in ("auto", "on", "off"):
             measure(f"spark job dedup={mode}", lambda m=mode: paths.job("spark", source, scratch, dedup=m, backend=backend))

@@ -17,7 +17,7 @@ SPARK_TEST_CONF = {
 @pytest.fixture(scope="session")
 def spark():
     """A local[2] SparkSession with Delta Lake, shared by the whole test session."""
-    from chatgate.engines.spark_session import get_spark
+    from chatgate.engines.spark.session import get_spark
 
     session = get_spark(app_name="chatgate-tests", master="local[2]", extra_conf=SPARK_TEST_CONF)
     session.sparkContext.setLogLevel("WARN")
@@ -33,11 +33,11 @@ def engine(request):
 
 @pytest.fixture
 def backend(engine, request):
-    """The job backend of `engine` (Spark's on the shared session)."""
+    """The lakehouse engine `engine` names (Spark on the shared session)."""
     if engine == "spark":
-        from chatgate.job.spark import SparkJobBackend
+        from chatgate.engines.spark import SparkEngine
 
-        return SparkJobBackend(spark=request.getfixturevalue("spark"))
-    from chatgate.job.duckdb import DuckDBJobBackend
+        return SparkEngine(spark=request.getfixturevalue("spark"))
+    from chatgate.engines.ibis.duckdb import DuckDBEngine
 
-    return DuckDBJobBackend()
+    return DuckDBEngine()

@@ -66,7 +66,7 @@ def _rows(target: str, frame, columns: list[str]) -> list[tuple]:
         data = frame.select(*columns).to_pyarrow()
         rows = list(zip(*(data[c].to_pylist() for c in columns)))
     else:
-        from chatgate.engines.spark_keys import column_ref
+        from chatgate.engines.spark.keys import column_ref
 
         rows = [tuple(row) for row in frame.select(*map(column_ref, columns)).collect()]
     return sorted(rows, key=repr)
@@ -167,7 +167,7 @@ def test_a_check_of_several_columns_with_odd_names(target, request):
 
 @pytest.mark.spark
 def test_column_ref_names_a_top_level_column_never_a_field(spark):
-    from chatgate.engines.spark_keys import column_ref
+    from chatgate.engines.spark.keys import column_ref
 
     df = spark.createDataFrame(
         pa.table({"a": pa.array([{"b": 1}]), "a.b": [2], "c`d": [3], "é ;=": [4]})

@@ -298,10 +298,10 @@ def test_auto_deduplicates_repeated_values_only(monkeypatch):
     distinct = table_of([text([m("user", f"q{i}"), m("assistant")]) for i in range(300)])
     on = judge(repeated, chunk_size=16)
     off = judge(distinct, chunk_size=16)
-    assert on.deduplicated and on.extra["repeats_estimate"] > ibis_engine.AUTO_DEDUP_MIN_REPEATS
+    assert on.deduplicated and on.extra["repeats_estimate"] > base.EMBEDDED_AUTO.min_repeats
     assert on.distinct_values == 3
     assert (
-        not off.deduplicated and off.extra["repeats_estimate"] < ibis_engine.AUTO_DEDUP_MIN_REPEATS
+        not off.deduplicated and off.extra["repeats_estimate"] < base.EMBEDDED_AUTO.min_repeats
     )
     assert off.distinct_values is None and off.extra["checked"] == 300
 

@@ -13,7 +13,7 @@ from collections import Counter
 
 import pytest
 
-from chatgate.engines import spark_session
+from chatgate.engines.spark import session as spark_session
 from chatgate.rules import (
     REASONS,
     ChatCheck,
@@ -473,7 +473,7 @@ def test_row_checks_match_check_row(spark, engine, name):
 def test_wide_key_tells_nulls_empties_and_positions_apart(spark):
     from pyspark.sql import functions as F
 
-    from chatgate.engines.spark_keys import KEYS, wide_key_columns
+    from chatgate.engines.spark.keys import KEYS, wide_key_columns
 
     pairs = [
         (None, None), ("", ""), (None, ""), ("", None), ("x", None), (None, "x"),

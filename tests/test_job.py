@@ -169,12 +169,12 @@ def test_missing_source_is_named(tmp_path, engine, backend):
 @pytest.mark.spark
 @pytest.mark.parametrize("dedup", ["on", "off"])
 def test_every_engine_writes_the_same_summary(tmp_path, source, spark, dedup):
-    from chatgate.job.duckdb import DuckDBJobBackend
-    from chatgate.job.spark import SparkJobBackend
+    from chatgate.engines.ibis.duckdb import DuckDBEngine
+    from chatgate.engines.spark import SparkEngine
 
     path, table = source
     summaries = {}
-    for engine, backend in (("duckdb", DuckDBJobBackend()), ("spark", SparkJobBackend(spark=spark))):
+    for engine, backend in (("duckdb", DuckDBEngine()), ("spark", SparkEngine(spark=spark))):
         config = build_config(
             {
                 "source": path,

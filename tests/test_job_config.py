@@ -156,12 +156,12 @@ def test_undetectable_dataset_type_is_a_config_error():
 
 
 def test_embedded_settings_reach_the_jobs_duckdb(tmp_path):
-    from chatgate.job.runner import backend_for
+    from chatgate.job.runner import engine_for_job
 
     config = build_config(
         {**BASE, "embedded": {"memory_limit": "256MB", "temp_directory": str(tmp_path / "spill")}}, {"threads": 1}
     )
-    con = backend_for(config).con
+    con = engine_for_job(config).con
     got = con.raw_sql(
         "SELECT current_setting('memory_limit'), current_setting('threads'), current_setting('temp_directory')"
     ).fetchall()

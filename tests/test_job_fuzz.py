@@ -80,15 +80,15 @@ def _settings(engine: str):
 @_settings("duckdb")
 @given(drawn=tables())
 def test_embedded_job_conserves_rows(drawn):
-    from chatgate.job.duckdb import DuckDBJobBackend
+    from chatgate.engines.ibis.duckdb import DuckDBEngine
 
-    _job_conserves_rows("duckdb", DuckDBJobBackend(), drawn)
+    _job_conserves_rows("duckdb", DuckDBEngine(), drawn)
 
 
 @pytest.mark.spark
 @_settings("spark")
 @given(drawn=tables())
 def test_spark_job_conserves_rows(spark, drawn):
-    from chatgate.job.spark import SparkJobBackend
+    from chatgate.engines.spark import SparkEngine
 
-    _job_conserves_rows("spark", SparkJobBackend(spark=spark), drawn)
+    _job_conserves_rows("spark", SparkEngine(spark=spark), drawn)

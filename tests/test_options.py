@@ -88,3 +88,26 @@ def test_a_misspelt_option_is_named():
 def test_run_chatgate_lists_its_options():
     with pytest.raises(pb.ConfigError, match="unknown option 'allow_emtpy'; did you mean 'allow_empty'"):
         run_chatgate(allow_emtpy=True)
+
+
+@pytest.mark.parametrize("name", ["pre", "segments", "thresholds", "actions", "brief", "active", "dimension", "dedup"])
+def test_a_step_setting_reaches_both_step_methods(name):
+    from chatgate.step_params import STEP_SETTINGS, StepSettings
+
+    assert name in STEP_SETTINGS
+    for method in (pb.Validate.col_vals_chat_format, pb.Validate.col_vals_dataset_type):
+        assert inspect.signature(method).parameters[name].default == getattr(StepSettings(), name)
+    bad = {"pre": 1, "segments": 1, "thresholds": -2, "actions": 1, "brief": 1, "active": 1, "dimension": 1, "dedup": "x"}
+    table = pa.table({"messages": ["[]"]}).to_pandas()
+    for add in (
+        lambda v: v.col_vals_chat_format("messages", **{name: bad[name]}),
+        lambda v: v.col_vals_dataset_type("language_modeling", **{name: bad[name]}),
+    ):
+        with pytest.raises((TypeError, ValueError), match="warning=" if name == "thresholds" else f"{name}="):
+            add(pb.Validate(table))
+
+
+def test_pointblank_step_settings_follow_the_core_options_by_position():
+    parameters = list(inspect.signature(pb.Validate.col_vals_chat_format).parameters)
+    assert parameters[:3] == ["self", "columns", "roles"]
+    assert parameters[10:17] == ["pre", "segments", "thresholds", "actions", "brief", "active", "dimension"]

@@ -98,7 +98,7 @@ write_deltalake(sys.argv[1], table, mode="append")
 
 def test_rows_appended_by_another_process_mid_run_are_not_half_seen(tmp_path, engine, backend, monkeypatch):
     source, table = _source(tmp_path)
-    judge = backend.engine.judge_check
+    judge = backend.judge_check
 
     def judge_then_append(*args, **kwargs):
         judged = judge(*args, **kwargs)
@@ -106,7 +106,7 @@ def test_rows_appended_by_another_process_mid_run_are_not_half_seen(tmp_path, en
         subprocess.run([sys.executable, "-c", APPEND_SCRIPT, source], check=True, timeout=120)
         return judged
 
-    monkeypatch.setattr(backend.engine, "judge_check", judge_then_append)
+    monkeypatch.setattr(backend, "judge_check", judge_then_append)
     result = run(_config(tmp_path, source, engine), backend)
     assert DeltaTable(source).version() == 1
     assert result.source_version == 0
@@ -242,12 +242,12 @@ def test_a_run_id_that_would_hide_in_logs_is_refused(tmp_path, run_id, message):
 KILLED_SCRIPT = """
 import os, signal, sys
 from chatgate.cli import main
-from chatgate.job.duckdb import DuckDBJobBackend
+from chatgate.engines.ibis.duckdb import DuckDBEngine
 
 def die(*args, **kwargs):
     os.kill(os.getpid(), getattr(signal, sys.argv[1]))
 
-DuckDBJobBackend.write_arrow = die  # the process dies as it would write its summary
+DuckDBEngine.write_arrow = die  # the process dies as it would write its summary
 sys.exit(main(sys.argv[2:]))
 """
 

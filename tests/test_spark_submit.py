@@ -18,7 +18,7 @@ import pytest
 from deltalake import write_deltalake
 
 from chatgate import first_problem
-from chatgate.engines.spark_session import delta_jars
+from chatgate.engines.spark.session import delta_jars
 from chatgate.engines.tables import delta_source
 from chatgate.rules import REASONS
 from chatgate.sample import chat_table

@@ -1,16 +1,22 @@
-"""The parameters of `Validate`'s step methods: the checks of brief= and segments=, and
-the signature template of `col_vals_chat_format` (its step parameters, to which every
-ChatFormat option is added).
+"""The parameters of `Validate`'s step methods, declared once.
+
+`StepSettings` holds what every step method takes besides what it checks (pointblank's
+step parameters: pre=, segments=, thresholds=, ...), and checks them. The signatures
+of `col_vals_chat_format` and `col_vals_dataset_type` are built from a template of
+their own parameters, these settings and every ChatFormat option, so `help()` and
+IDEs list each with its default.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any, Literal
 
-from .engines.base import Dedup
+from .engines.base import Dedup, check_dedup
 from .rules.options import signature_with_options
-from .thresholds import Actions
+from .thresholds import Actions, Thresholds, normalize_thresholds
 
 if TYPE_CHECKING:
     from .validate import Validate
@@ -39,23 +45,92 @@ def check_segments(spec: Any) -> list[Any]:
     return items
 
 
+@dataclass(frozen=True)
+class StepSettings:
+    """What a step method takes besides what it checks; each is checked when the step is added."""
+
+    pre: Callable[[Any], Any] | None = None
+    segments: Any = None
+    thresholds: Any = None
+    actions: Actions | None = None
+    brief: str | bool | None = None
+    active: bool | Callable[[Any], Any] = True
+    dimension: str | None = None
+    dedup: Dedup = "auto"
+
+    def __post_init__(self) -> None:
+        if self.pre is not None and not callable(self.pre):
+            raise TypeError(f"pre= must be a callable that takes and returns a table, not {self.pre!r}")
+        check_segments(self.segments)
+        if self.thresholds is not None:
+            object.__setattr__(self, "thresholds", normalize_thresholds(self.thresholds))
+        if self.actions is not None and not isinstance(self.actions, Actions):
+            raise TypeError(f"actions= must be an Actions object, not {type(self.actions).__name__}")
+        check_brief(self.brief)
+        if not (isinstance(self.active, bool) or callable(self.active)):
+            raise TypeError(f"active= must be True, False or a callable, not {self.active!r}")
+        if self.dimension is not None and not isinstance(self.dimension, str):
+            raise TypeError(f"dimension= must be a string or None, not {self.dimension!r}")
+        check_dedup(self.dedup)
+
+    @property
+    def own_thresholds(self) -> Thresholds | None:
+        """The step's own thresholds (None: the plan's)."""
+        thresholds: Thresholds | None = self.thresholds  # normalized when set
+        return thresholds
+
+    @classmethod
+    def pick(cls, arguments: dict[str, Any]) -> StepSettings:
+        """The settings among a step method's bound `arguments`."""
+        return cls(**{name: arguments[name] for name in STEP_SETTINGS})
+
+
+STEP_SETTINGS = tuple(f.name for f in fields(StepSettings))
+
+POSITIONAL_SETTINGS = STEP_SETTINGS[: STEP_SETTINGS.index("dedup")]
+"""The settings pointblank also takes by position, after a step's own parameters."""
+
+
+def _settings_parameters(*, positional: bool) -> list[inspect.Parameter]:
+    """The settings as parameters: pointblank's may be given by position when `positional`."""
+    defaults = StepSettings()
+    annotations = {f.name: f.type for f in fields(StepSettings)}
+    return [
+        inspect.Parameter(
+            name,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD
+            if positional and name in POSITIONAL_SETTINGS
+            else inspect.Parameter.KEYWORD_ONLY,
+            default=getattr(defaults, name),
+            annotation=annotations[name],
+        )
+        for name in STEP_SETTINGS
+    ]
+
+
 def _chat_format_step(
-    self: Validate,
-    columns: Any,
-    pre: Callable[[Any], Any] | None = None,
-    segments: Any = None,
-    thresholds: Any = None,
-    actions: Actions | None = None,
-    brief: str | bool | None = None,
-    active: bool | Callable[[Any], Any] = True,
-    dimension: str | None = None,
-    *,
-    dedup: Dedup = "auto",
-    tools_column: str | None = None,
-    images_column: str | None = None,
+    self: Validate, columns: Any, *, tools_column: str | None = None, images_column: str | None = None
 ) -> Validate:
-    """The step parameters of `col_vals_chat_format`; the check's options are added from ChatFormat."""
+    """The parameters of `col_vals_chat_format` that aren't step settings or check options."""
     raise NotImplementedError  # pragma: no cover - a signature only
 
 
-CHAT_FORMAT_STEP = signature_with_options(_chat_format_step, core_positional=True, after="columns")
+def _dataset_type_step(
+    self: Validate,
+    dataset_type: str | None = None,
+    *,
+    columns: dict[str, str] | None = None,
+    format: Literal["auto", "conversational", "standard"] = "auto",
+    tools_column: str | None = "tools",
+    images_column: str | None = "images",
+) -> Validate:
+    """The parameters of `col_vals_dataset_type` that aren't step settings or check options."""
+    raise NotImplementedError  # pragma: no cover - a signature only
+
+
+CHAT_FORMAT_STEP = signature_with_options(
+    _chat_format_step, core_positional=True, after="columns", settings=_settings_parameters(positional=True)
+)
+DATASET_TYPE_STEP = signature_with_options(
+    _dataset_type_step, settings=_settings_parameters(positional=False)
+)

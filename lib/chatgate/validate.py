@@ -6,6 +6,7 @@ data's own engine. Reports and extracts read what the steps found.
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,17 +14,17 @@ from datetime import datetime, timezone
 from typing import Any, Literal
 
 from .engines import engine_for
-from .engines.base import Dedup, Engine, check_dedup
+from .engines.base import Engine
 from .errors import ChatgateError
 from .names import API_RESERVED
 from .pipeline import judge_step, preflight
 from .report import StepReport, render_html, render_text
 from .rules import ChatCheck, ChatFormat, RowCheck, dataset_checks
-from .rules.options import option_names, options_doc, with_options
+from .rules.options import option_names, options_doc
 from .selectors import Column, Selector, resolve_columns
-from .step_params import CHAT_FORMAT_STEP, check_brief, check_segments
+from .step_params import CHAT_FORMAT_STEP, DATASET_TYPE_STEP, StepSettings, check_brief, check_segments
 from .steps import ASSERTION_TYPE, DATASET_ASSERTION_TYPE, DEFAULT_DIMENSION, Step
-from .thresholds import Actions, Thresholds, normalize_thresholds, run_actions
+from .thresholds import Actions, normalize_thresholds, run_actions
 
 
 @dataclass
@@ -33,15 +34,19 @@ class _Directive:
     columns: Any
     fmt: ChatFormat
     make_check: Callable[[str], RowCheck]
-    pre: Callable[[Any], Any] | None
-    segments: Any
-    thresholds: Thresholds | None
-    actions: Actions | None
-    brief: str | bool | None
-    active: bool | Callable[[Any], Any]
-    dimension: str
-    dedup: Dedup
+    settings: StepSettings
     assertion_type: str = ASSERTION_TYPE
+
+
+def _bound(
+    signature: inspect.Signature, self: Validate, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> dict[str, Any]:
+    """A step method's arguments by name, with defaults, the check's options gathered as `fmt`."""
+    given = signature.bind(self, *args, **kwargs)
+    given.apply_defaults()
+    arguments = dict(given.arguments)
+    arguments["fmt"] = ChatFormat(**{name: arguments.pop(name) for name in option_names()})
+    return arguments
 
 
 class Validate:
@@ -86,55 +91,41 @@ class Validate:
         Harmony, ShareGPT, vision, profiles) by keyword. See the README for them
         and for the problem codes.
         """
-        given = CHAT_FORMAT_STEP.bind(self, *args, **kwargs)
-        given.apply_defaults()
-        arguments = dict(given.arguments)
-        fmt = ChatFormat(**{name: arguments.pop(name) for name in option_names()})
-        tools_column, images_column = arguments["tools_column"], arguments["images_column"]
+        arguments = _bound(CHAT_FORMAT_STEP, self, args, kwargs)
+        fmt, tools_column, images_column = (
+            arguments["fmt"],
+            arguments["tools_column"],
+            arguments["images_column"],
+        )
         ChatCheck("_", fmt, tools_column, images_column)  # fail fast on the extra columns
+        settings = StepSettings.pick(arguments)
+        columns = arguments["columns"]
+        if isinstance(columns, (list, tuple)) and not columns:
+            raise ValueError("columns= is empty: name at least one column")
+        resolve_columns(columns, self.engine.columns(self.data))  # fail fast on a bad columns=
 
         def make_check(column: str) -> RowCheck:
             return ChatCheck(column, fmt, tools_column, images_column)
 
-        return self._add(
-            arguments["columns"], fmt, make_check, arguments["pre"], arguments["segments"],
-            arguments["thresholds"], arguments["actions"], arguments["brief"], arguments["active"],
-            arguments["dimension"], arguments["dedup"],
-        )
+        self._plan.append(_Directive(columns, fmt, make_check, settings))
+        return self
 
-    @with_options
-    def col_vals_dataset_type(
-        self,
-        dataset_type: str | None = None,
-        *,
-        columns: dict[str, str] | None = None,
-        format: Literal["auto", "conversational", "standard"] = "auto",
-        tools_column: str | None = "tools",
-        images_column: str | None = "images",
-        pre: Callable[[Any], Any] | None = None,
-        segments: Any = None,
-        thresholds: Any = None,
-        actions: Actions | None = None,
-        brief: str | bool | None = None,
-        active: bool | Callable[[Any], Any] = True,
-        dimension: str | None = None,
-        dedup: Dedup = "auto",
-        **chat_options: Any,
-    ) -> Validate:
+    def col_vals_dataset_type(self, *args: Any, **kwargs: Any) -> Validate:
         """Check the rows of a TRL dataset type (detected from the columns when not named).
 
         `columns` maps the type's fields to the table's columns (`{"prompt": "question"}`);
-        `chat_options` are the keyword arguments of `col_vals_chat_format` that say
-        what a conversation is (roles, tools, sharegpt, ...).
+        the check's options say what a conversation is (roles, tools, sharegpt, ...).
         """
+        arguments = _bound(DATASET_TYPE_STEP, self, args, kwargs)
+        settings = StepSettings.pick(arguments)
         checks = dataset_checks(
-            dataset_type,
+            arguments["dataset_type"],
             self.engine.columns(self.data),
-            format=format,
-            columns=columns,
-            tools_column=tools_column,
-            images_column=images_column,
-            **chat_options,
+            format=arguments["format"],
+            columns=arguments["columns"],
+            tools_column=arguments["tools_column"],
+            images_column=arguments["images_column"],
+            chat=arguments["fmt"],
         )
         for check in checks:
             fmt = getattr(check, "fmt", ChatFormat())
@@ -142,59 +133,9 @@ class Validate:
             def make_check(_name: str, check: RowCheck = check) -> RowCheck:
                 return check
 
-            self._add(
-                [", ".join(check.columns)], fmt, make_check, pre, segments,
-                thresholds, actions, brief, active, dimension, dedup, DATASET_ASSERTION_TYPE,
+            self._plan.append(
+                _Directive([", ".join(check.columns)], fmt, make_check, settings, DATASET_ASSERTION_TYPE)
             )
-        return self
-
-    def _add(
-        self,
-        columns: Any,
-        fmt: ChatFormat,
-        make_check: Callable[[str], RowCheck],
-        pre: Callable[[Any], Any] | None,
-        segments: Any,
-        thresholds: Any,
-        actions: Actions | None,
-        brief: str | bool | None,
-        active: bool | Callable[[Any], Any],
-        dimension: str | None,
-        dedup: Dedup,
-        assertion_type: str = ASSERTION_TYPE,
-    ) -> Validate:
-        """Check what every step method shares, then record the directive."""
-        if pre is not None and not callable(pre):
-            raise TypeError(f"pre= must be a callable that takes and returns a table, not {pre!r}")
-        if not (isinstance(active, bool) or callable(active)):
-            raise TypeError(f"active= must be True, False or a callable, not {active!r}")
-        check_dedup(dedup)
-        if actions is not None and not isinstance(actions, Actions):
-            raise TypeError(f"actions= must be an Actions object, not {type(actions).__name__}")
-        if dimension is not None and not isinstance(dimension, str):
-            raise TypeError(f"dimension= must be a string or None, not {dimension!r}")
-        check_brief(brief)
-        check_segments(segments)
-        if isinstance(columns, (list, tuple)) and not columns:
-            raise ValueError("columns= is empty: name at least one column")
-        if assertion_type == ASSERTION_TYPE:
-            resolve_columns(columns, self.engine.columns(self.data))  # fail fast on a bad columns=
-        self._plan.append(
-            _Directive(
-                columns=columns,
-                fmt=fmt,
-                make_check=make_check,
-                pre=pre,
-                segments=segments,
-                thresholds=None if thresholds is None else normalize_thresholds(thresholds),
-                actions=actions,
-                brief=brief,
-                active=active,
-                dimension=dimension or DEFAULT_DIMENSION,
-                dedup=dedup,
-                assertion_type=assertion_type,
-            )
-        )
         return self
 
     # -- running it -------------------------------------------------------------
@@ -218,7 +159,7 @@ class Validate:
         if not columns:
             columns = [_columns_text(d.columns)]
             error = f"columns= {columns[0]} matches no column of the table (columns: {available})"
-        active: Any = d.active
+        active: Any = d.settings.active
         if callable(active):
             try:
                 active = bool(active(self.data))
@@ -227,7 +168,7 @@ class Validate:
         segments: list[tuple[str, Any] | None] = [None]
         if error is None:
             try:
-                segments = self._segments(d.segments)
+                segments = self._segments(d.settings.segments)
             except Exception as exc:  # noqa: BLE001 - a segment column that isn't there, ...
                 error = f"segments= couldn't be resolved: {_describe(exc)}"
         out: list[Step] = []
@@ -237,14 +178,14 @@ class Validate:
                     i=len(self.steps) + len(out) + 1,
                     column=column,
                     fmt=d.fmt,
-                    thresholds=d.thresholds or self.thresholds,
-                    actions=d.actions or self.actions,
-                    brief=d.brief if d.brief is not None else self.brief,
-                    pre=d.pre,
+                    thresholds=d.settings.own_thresholds or self.thresholds,
+                    actions=d.settings.actions or self.actions,
+                    brief=d.settings.brief if d.settings.brief is not None else self.brief,
+                    pre=d.settings.pre,
                     segment=segment,
                     active=bool(active),
-                    dimension=d.dimension,
-                    dedup=d.dedup,
+                    dimension=d.settings.dimension or DEFAULT_DIMENSION,
+                    dedup=d.settings.dedup,
                     check=d.make_check(column),
                     assertion_type=d.assertion_type,
                 )
@@ -480,5 +421,9 @@ def _step_json(s: Step) -> dict[str, Any]:
     }
 
 
-Validate.col_vals_chat_format.__signature__ = CHAT_FORMAT_STEP  # type: ignore[attr-defined]
-Validate.col_vals_chat_format.__doc__ = (Validate.col_vals_chat_format.__doc__ or "") + options_doc()
+for _method, _signature in (
+    (Validate.col_vals_chat_format, CHAT_FORMAT_STEP),
+    (Validate.col_vals_dataset_type, DATASET_TYPE_STEP),
+):
+    _method.__signature__ = _signature  # type: ignore[attr-defined]
+    _method.__doc__ = (_method.__doc__ or "") + options_doc()

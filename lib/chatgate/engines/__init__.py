@@ -1,4 +1,10 @@
-"""One module per backend, each behind `base.Engine`."""
+"""One module or package per engine, each behind `base.Engine`.
+
+- local: Polars and pandas DataFrames, in memory;
+- ibis: any Ibis table; `duckdb` is the Ibis engine on DuckDB, reading and
+  writing Delta with deltalake (the job's embedded engine);
+- spark: PySpark DataFrames, reading and writing Delta with delta-spark.
+"""
 
 from __future__ import annotations
 
@@ -17,9 +23,7 @@ def engine_for(table: Any) -> Engine:
 
         engine: Engine = LocalEngine()
     elif module.startswith("ibis"):
-        from .ibis import IbisEngine
-
-        engine = IbisEngine()
+        engine = _ibis_engine(table)
     elif module.startswith("pyspark"):
         from .spark import SparkEngine
 
@@ -32,6 +36,21 @@ def engine_for(table: Any) -> Engine:
     if not engine.accepts(table):
         raise TypeError(f"the {engine.name} engine can't read a {type(table).__name__}")
     return engine
+
+
+def _ibis_engine(table: Any) -> Engine:
+    """The DuckDB engine for a table of DuckDB, the plain Ibis engine for other backends."""
+    from .ibis import IbisEngine
+
+    try:
+        backend = table.get_backend()
+    except Exception:  # noqa: BLE001 - an unbound table (a memtable) runs on Ibis's default backend, DuckDB
+        backend = None
+    if backend is None or backend.name == "duckdb":
+        from .ibis.duckdb import DuckDBEngine
+
+        return DuckDBEngine(con=backend)
+    return IbisEngine()
 
 
 __all__ = ["ENGINE_NAMES", "REASON_COLUMN", "Engine", "Judged", "engine_for"]

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from ..names import ROW_NUMBER
 from ..rules import RowCheck
 from ..rules.values import is_missing
-from .base import REASON_COLUMN, Dedup, Engine, Judged, check_dedup, ordered_reasons
+from .base import LOCAL_AUTO, Dedup, Engine, Judged, ordered_reasons
 
 ROW_NUMBER_COLUMN = ROW_NUMBER
 
@@ -36,6 +36,8 @@ class LocalEngine(Engine):
     """Polars and pandas DataFrames, judged in memory."""
 
     name = "local"
+    table_kind = "Polars and pandas DataFrames"
+    auto = LOCAL_AUTO
 
     def accepts(self, table: Any) -> bool:
         return _kind(table) is not None
@@ -46,18 +48,10 @@ class LocalEngine(Engine):
     def row_count(self, table: Any) -> int:
         return len(table)
 
-    def judge_check(
-        self,
-        table: Any,
-        check: RowCheck,
-        *,
-        dedup: Dedup = "auto",
-        reason_column: str = REASON_COLUMN,
-    ) -> Judged:
-        check_dedup(dedup)
-        columns = list(dict.fromkeys(check.columns))
+    def _judge(self, table: Any, check: RowCheck, columns: tuple[str, ...], dedup: Dedup, reason_column: str) -> Judged:
         arrays = {c: column_as_arrow(table, c, exact=True) for c in columns}
-        judged = None if dedup == "off" else _check_distinct(arrays, check)
+        dedup_on = dedup == "on" or (dedup == "auto" and self.auto.decide(0.0))
+        judged = _check_distinct(arrays, check) if dedup_on else None
         if judged is None:
             codes, distinct = _check_rows(arrays, check), None
         else:
@@ -73,15 +67,11 @@ class LocalEngine(Engine):
             deduplicated=distinct is not None,
         )
 
-    def failing_rows(self, judged: Judged) -> Any:
-        return _filter(judged.annotated, _mask(judged, failing=True))
-
-    def passing_rows(self, judged: Judged) -> Any:
-        rows = _filter(judged.annotated, _mask(judged, failing=False))
-        return self.drop_columns(rows, [judged.reason_column])
+    def where_reason(self, table: Any, column: str, *, present: bool) -> Any:
+        return _filter(table, _mask(table, column, failing=present))
 
     def extract(self, judged: Judged) -> Any:
-        return self.with_row_numbers_where(judged.annotated, _mask(judged, failing=True))
+        return self.with_row_numbers_where(judged.annotated, _mask(judged.annotated, judged.reason_column, failing=True))
 
     def sunder(self, table: Any, checks: list[tuple[RowCheck, Dedup]], kind: str) -> Any:
         """Like Engine.sunder, but keeps the rows in their order."""
@@ -89,7 +79,8 @@ class LocalEngine(Engine):
             return super().sunder(table, checks, kind)
         passing: np.ndarray | None = None
         for check, dedup in checks:
-            mask = _mask(self.judge_check(table, check, dedup=dedup), failing=False)
+            judged = self.judge_check(table, check, dedup=dedup)
+            mask = _mask(judged.annotated, judged.reason_column, failing=False)
             passing = mask if passing is None else passing & mask
         assert passing is not None  # there is a check
         return _filter(table, passing if kind == "pass" else ~passing)
@@ -292,8 +283,8 @@ def _count(codes: pa.StringArray) -> tuple[dict[str, int], dict[str, int]]:
     return counts, first_seen
 
 
-def _mask(judged: Judged, *, failing: bool) -> np.ndarray:
-    codes = column_as_arrow(judged.annotated, judged.reason_column)
+def _mask(table: Any, column: str, *, failing: bool) -> np.ndarray:
+    codes = column_as_arrow(table, column)
     assert not isinstance(codes, list)  # Arrow holds the codes (text and nulls)
     valid = codes.is_valid() if failing else codes.is_null()
     return valid.to_numpy(zero_copy_only=False)

@@ -23,12 +23,14 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, TypeVar
 
-from ..names import JOB_RESERVED
+import pyarrow as pa
+
+from ..engines.lakehouse import LakehouseEngine, schema_mismatch
+from ..names import CHECKED_AT, COLUMN, JOB_RESERVED, REASON, RUN_ID, STEP, STEP_REASON_PREFIX
 from ..pipeline import judge_step, preflight
 from ..rules import RowCheck
-from .backend import JobBackend, schema_mismatch
 from .config import JobConfig
-from .outputs import RUN_ID, STEP_REASON_PREFIX, SUMMARY_RUN_ID, SUMMARY_SCHEMA, StepResult, summary_table
+from .outputs import SUMMARY_RUN_ID, SUMMARY_SCHEMA, StepResult, summary_table
 
 log = logging.getLogger("chatgate.job")
 
@@ -77,74 +79,79 @@ class _Output:
     run_id_column: str
 
 
-def backend_for(config: JobConfig) -> JobBackend:
-    """The job backend of the config's engine, imported only when asked for."""
+def engine_for_job(config: JobConfig) -> LakehouseEngine:
+    """The lakehouse engine the config names, imported only when asked for."""
     if config.engine == "spark":
-        from .spark import SparkJobBackend
+        from ..engines.spark import SparkEngine
 
-        return SparkJobBackend()
+        return SparkEngine()
+    from ..engines.ibis.duckdb import DuckDBEngine
     from ..engines.tables import duckdb_connection
-    from .duckdb import DuckDBJobBackend
 
     settings = config.embedded.settings()
-    return DuckDBJobBackend(con=duckdb_connection(**settings) if settings else None)
+    return DuckDBEngine(con=duckdb_connection(**settings) if settings else None)
 
 
-def run(config: JobConfig, backend: JobBackend | None = None) -> RunResult:
+def run(config: JobConfig, engine: LakehouseEngine | None = None) -> RunResult:
     """Run the job described by `config`; returns what it found and wrote."""
-    backend = backend or backend_for(config)
+    engine = engine or engine_for_job(config)
     started_at = datetime.now(timezone.utc)
-    table, source_version = backend.open_source(config.source, config.source_version)
-    source_columns = backend.engine.columns(table)
+    table, source_version = engine.open_source(config.source, config.source_version)
+    source_columns = engine.columns(table)
     checks = row_checks(config, source_columns)
     for check in checks:
-        preflight(check, source_columns, JOB_RESERVED, prefix=STEP_REASON_PREFIX, table=f"the source {config.source!r}")
+        preflight(
+            check,
+            source_columns,
+            JOB_RESERVED,
+            prefix=STEP_REASON_PREFIX,
+            table=f"the source {config.source!r}",
+        )
 
     annotated = table
     results: list[StepResult] = []
-    reason_columns: list[str] = []
     for n, check in enumerate(checks, start=1):
-        reason_column = f"{STEP_REASON_PREFIX}{n}"
         column = ", ".join(check.columns)
         log.info("step %d: checking %s", n, column)
         outcome = judge_step(
-            backend.engine, annotated, check, dedup=config.dedup, thresholds=config.thresholds, reason_column=reason_column
+            engine,
+            annotated,
+            check,
+            dedup=config.dedup,
+            thresholds=config.thresholds,
+            reason_column=f"{STEP_REASON_PREFIX}{n}",
         )
-        judged = outcome.judged
-        annotated = judged.annotated
-        reason_columns.append(reason_column)
+        annotated = outcome.judged.annotated
         results.append(
             StepResult(
                 step=n,
                 column=column,
                 assertion=check.describe(),
-                judged=judged,
+                judged=outcome.judged,
                 levels=outcome.levels,
                 parameters={**check.as_dict(), "dedup": config.dedup},
             )
         )
 
-    checked_at = datetime.now(timezone.utc)
-    quarantine = backend.union(
-        [
-            backend.quarantine_rows(
-                annotated,
-                reason_columns[r.step - 1],
-                source_columns,
-                step=r.step,
-                column=r.column,
-                run_id=config.run_id,
-                checked_at=checked_at,
-            )
-            for r in results
-        ]
-    )
-    outputs = [_Output("quarantine", config.outputs.quarantine, quarantine, RUN_ID)]
+    outputs = [
+        _Output(
+            "quarantine",
+            config.outputs.quarantine,
+            _quarantine(engine, annotated, source_columns, results, config.run_id),
+            RUN_ID,
+        )
+    ]
     if config.outputs.valid:
-        valid = backend.valid_rows(annotated, reason_columns, source_columns, run_id=config.run_id)
-        outputs.append(_Output("valid", config.outputs.valid, valid, RUN_ID))
-    _check_targets(backend, outputs, config.outputs.summary)
-    counts = _write_outputs(backend, config, outputs, results, started_at, source_version)
+        outputs.append(
+            _Output(
+                "valid",
+                config.outputs.valid,
+                _valid(engine, annotated, source_columns, results, config.run_id),
+                RUN_ID,
+            )
+        )
+    _check_targets(engine, outputs, config.outputs.summary)
+    counts = _write_outputs(engine, config, outputs, results, started_at, source_version)
     return RunResult(
         config=config,
         started_at=started_at,
@@ -156,24 +163,56 @@ def run(config: JobConfig, backend: JobBackend | None = None) -> RunResult:
     )
 
 
+def _quarantine(
+    engine: LakehouseEngine, annotated: Any, source_columns: list[str], results: list[StepResult], run_id: str
+) -> Any:
+    """The failing rows of every step: the source columns, the step's reason, then where it came from."""
+    checked_at = pa.scalar(datetime.now(timezone.utc), pa.timestamp("us", tz="UTC"))
+    per_step = [
+        engine.project(
+            engine.where_reason(annotated, r.judged.reason_column, present=True),
+            source_columns,
+            {r.judged.reason_column: REASON},
+            {
+                STEP: pa.scalar(r.step, pa.int32()),
+                COLUMN: pa.scalar(r.column, pa.string()),
+                RUN_ID: pa.scalar(run_id, pa.string()),
+                CHECKED_AT: checked_at,
+            },
+        )
+        for r in results
+    ]
+    return engine.concat(per_step)
+
+
+def _valid(
+    engine: LakehouseEngine, annotated: Any, source_columns: list[str], results: list[StepResult], run_id: str
+) -> Any:
+    """The rows that pass every step: the source columns, then the run id."""
+    passing = annotated
+    for r in results:
+        passing = engine.where_reason(passing, r.judged.reason_column, present=False)
+    return engine.project(passing, source_columns, {}, {RUN_ID: pa.scalar(run_id, pa.string())})
+
+
 def row_checks(config: JobConfig, source_columns: list[str]) -> list[RowCheck]:
     """The checks of a run, in step order: the dataset type's first, then each chat column's."""
     dataset = config.dataset.checks(source_columns) if config.dataset else []
     return dataset + [step.check() for step in config.steps]
 
 
-def _check_targets(backend: JobBackend, outputs: list[_Output], summary: str) -> None:
+def _check_targets(engine: LakehouseEngine, outputs: list[_Output], summary: str) -> None:
     """Before the first write: each output is new, or a Delta table with this run's columns."""
-    wanted = [(o.name, o.target, backend.columns_of(o.rows)) for o in outputs]
+    wanted = [(o.name, o.target, engine.columns(o.rows)) for o in outputs]
     wanted.append(("summary", summary, SUMMARY_SCHEMA.names))
     for name, target, columns in wanted:
-        have = backend.target_columns(target)
+        have = engine.target_columns(target)
         if have is not None and {c.lower() for c in have} != {c.lower() for c in columns}:
             raise schema_mismatch(name, target, have, columns)
 
 
 def _write_outputs(
-    backend: JobBackend,
+    engine: LakehouseEngine,
     config: JobConfig,
     outputs: list[_Output],
     results: list[StepResult],
@@ -182,15 +221,15 @@ def _write_outputs(
 ) -> dict[str, int]:
     run_id, summary_target = config.run_id, config.outputs.summary
     # An earlier attempt with this run id stops counting as complete before its rows change.
-    _retrying(lambda: backend.delete_run(summary_target, SUMMARY_RUN_ID, run_id), backend, summary_target)
+    _retrying(lambda: engine.delete_run(summary_target, SUMMARY_RUN_ID, run_id), engine, summary_target)
     written: list[tuple[str, str]] = []
     counts: dict[str, int] = {}
     try:
         for output in outputs:
             written.append((output.target, output.run_id_column))
             counts[output.name] = _retrying(
-                lambda o=output: backend.replace_run(o.rows, o.target, o.run_id_column, run_id),  # type: ignore[misc]
-                backend,
+                lambda o=output: engine.replace_run(o.rows, o.target, o.run_id_column, run_id),  # type: ignore[misc]
+                engine,
                 output.target,
             )
         summary = summary_table(
@@ -203,34 +242,41 @@ def _write_outputs(
             source_version=source_version,
         )
         written.append((summary_target, SUMMARY_RUN_ID))
-        _retrying(lambda: backend.write_arrow(summary, summary_target, SUMMARY_RUN_ID, run_id), backend, summary_target)
+        _retrying(
+            lambda: engine.write_arrow(summary, summary_target, SUMMARY_RUN_ID, run_id),
+            engine,
+            summary_target,
+        )
     except BaseException:
-        _take_back(backend, written, run_id)
+        _take_back(engine, written, run_id)
         raise
     return counts
 
 
-def _take_back(backend: JobBackend, written: list[tuple[str, str]], run_id: str) -> None:
+def _take_back(engine: LakehouseEngine, written: list[tuple[str, str]], run_id: str) -> None:
     """Delete this run's rows from what it wrote, summary first; other runs' rows stay."""
     for target, run_id_column in reversed(written):
         try:
-            _retrying(lambda t=target, c=run_id_column: backend.delete_run(t, c, run_id), backend, target)  # type: ignore[misc]
+            _retrying(lambda t=target, c=run_id_column: engine.delete_run(t, c, run_id), engine, target)  # type: ignore[misc]
         except Exception:  # noqa: BLE001 - report the original failure, log this one
             log.exception("could not delete run %r's rows from %s after it failed", run_id, target)
 
 
-def _retrying(write: Callable[[], T], backend: JobBackend, target: str) -> T:
+def _retrying(write: Callable[[], T], engine: LakehouseEngine, target: str) -> T:
     """`write()`, tried again with a growing, jittered wait while it loses commit races."""
     for attempt in range(1, WRITE_ATTEMPTS + 1):
         try:
             return write()
         except Exception as error:
-            if attempt == WRITE_ATTEMPTS or not backend.is_conflict(error):
+            if attempt == WRITE_ATTEMPTS or not engine.is_conflict(error):
                 raise
             wait = min(RETRY_MAX_WAIT, RETRY_FIRST_WAIT * 2 ** (attempt - 1)) * random.uniform(0.5, 1.5)
             log.warning(
                 "another writer committed to %s first; trying again in %.1f s (attempt %d of %d)",
-                target, wait, attempt + 1, WRITE_ATTEMPTS,
+                target,
+                wait,
+                attempt + 1,
+                WRITE_ATTEMPTS,
             )
             time.sleep(wait)
     raise AssertionError("unreachable")  # pragma: no cover

@@ -66,13 +66,18 @@ def split_options(arguments: dict[str, Any]) -> tuple[ChatFormat, dict[str, Any]
 
 
 def signature_with_options(
-    template: Callable[..., Any], *, core_positional: bool = False, after: str | None = None
+    template: Callable[..., Any],
+    *,
+    core_positional: bool = False,
+    after: str | None = None,
+    settings: list[inspect.Parameter] | None = None,
 ) -> inspect.Signature:
-    """`template`'s signature with every option added (its `**kwargs`, if any, dropped).
+    """`template`'s signature with `settings` and every option added (its `**kwargs`, if any, dropped).
 
     The options are keyword-only, at the end; with `core_positional`, the core
     options instead follow the parameter `after` and may be given by position, as
-    pointblank takes them.
+    pointblank takes them. The positional `settings` follow those, the keyword-only
+    ones follow the template's own.
     """
     params = [
         p for p in inspect.signature(template).parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD
@@ -84,7 +89,7 @@ def signature_with_options(
         core = [o.parameter(inspect.Parameter.POSITIONAL_OR_KEYWORD) for o in options[:CORE_OPTIONS]]
         rest = rest[CORE_OPTIONS:]
     at = [p.name for p in params].index(after) + 1 if after else len(params)
-    head, tail = params[:at], params[at:]
+    head, tail = params[:at], [*params[at:], *(settings or [])]
     keyword = [p for p in tail if p.kind is inspect.Parameter.KEYWORD_ONLY]
     positional = [p for p in tail if p.kind is not inspect.Parameter.KEYWORD_ONLY]
     return inspect.Signature([*head, *core, *positional, *keyword, *rest])

@@ -74,22 +74,20 @@ from typing import Any
 import ibis
 import pyarrow as pa
 
-from ...rules import ChatCheck, ChatFormat, RowCheck
-from .. import base
-from ..base import REASON_COLUMN, Dedup, Engine, Judged, ordered_reasons
+from ...rules import RowCheck
+from ..base import EMBEDDED_AUTO, Dedup, Engine, Judged, ordered_reasons
 from .join import _annotate, _failing_table
 from .plan import NATIVE_BACKENDS as NATIVE_BACKENDS
 from .plan import NULL_PART as NULL_PART
 from .plan import JoinOn, _make_plan
 from .plan import _tuple_digest as _tuple_digest
 from .plan import _tuple_sha256 as _tuple_sha256
-from .stream import AUTO_DEDUP_MIN_REPEATS, _decide, _stream
 from .stream import COMPACT_FAILING_ROWS as COMPACT_FAILING_ROWS
 from .stream import PROGRESS_MIN_BATCHES as PROGRESS_MIN_BATCHES
+from .stream import _decide, _stream
 from .tally import _first_rows, _Names
 
 __all__ = [
-    "AUTO_DEDUP_MIN_REPEATS",
     "CHUNK_SIZE",
     "IbisEngine",
 ]
@@ -111,6 +109,8 @@ class IbisEngine(Engine):
     """
 
     name = "ibis"
+    table_kind = "Ibis tables"
+    auto = EMBEDDED_AUTO
 
     def __init__(
         self,
@@ -163,67 +163,17 @@ class IbisEngine(Engine):
             raise ValueError("concat() needs at least one table")
         return tables[0] if len(tables) == 1 else ibis.union(*tables, distinct=False)
 
-    def failing_rows(self, judged: Judged) -> ibis.Table:
-        annotated = judged.annotated
-        return annotated.filter(annotated[judged.reason_column].notnull())
-
-    def passing_rows(self, judged: Judged) -> ibis.Table:
-        annotated = judged.annotated
-        passing = annotated.filter(annotated[judged.reason_column].isnull())
-        return passing.drop(judged.reason_column)
+    def where_reason(self, table: ibis.Table, column: str, *, present: bool) -> ibis.Table:
+        reason = table[column]
+        return table.filter(reason.notnull() if present else reason.isnull())
 
     # -- judging -------------------------------------------------------------------------
 
-    def judge(
-        self,
-        table: ibis.Table,
-        column: str,
-        fmt: ChatFormat,
-        *,
-        dedup: Dedup = "auto",
-        reason_column: str = REASON_COLUMN,
+    def _judge(
+        self, table: ibis.Table, check: RowCheck, columns: tuple[str, ...], dedup: Dedup, reason_column: str
     ) -> Judged:
-        """Judge the chat column `column` of `table`: `judge_check` with `ChatCheck(column, fmt)`."""
-        if not self.accepts(table):
-            raise TypeError(f"IbisEngine judges Ibis tables, not {type(table).__name__}")
-        if not isinstance(fmt, ChatFormat):
-            raise TypeError(f"fmt must be a ChatFormat, not {type(fmt).__name__}")
-        return self.judge_check(
-            table, ChatCheck(column, fmt), dedup=dedup, reason_column=reason_column
-        )
-
-    def judge_check(
-        self,
-        table: ibis.Table,
-        check: RowCheck,
-        *,
-        dedup: Dedup = "auto",
-        reason_column: str = REASON_COLUMN,
-    ) -> Judged:
-        """Judge the columns `check.columns` of `table` together, with `check.check` only.
-
-        The codes come from `check.check(batch)` alone, each batch holding exactly the
-        check's columns, named as in the table (a JSON column as its text). dedup="on"
-        checks each distinct tuple once, "off" every row, "auto" decides on the share
-        of repeated tuples. `Judged.annotated` is lazy, on the table's backend;
-        `Judged.distinct_values` is the number of distinct tuples checked (see `Judged`),
-        None without dedup; `extra["checked"]` is the number of tuples sent to the check.
-        """
-        if not self.accepts(table):
-            raise TypeError(f"IbisEngine judges Ibis tables, not {type(table).__name__}")
-        if not isinstance(check, RowCheck):
-            raise TypeError(f"check must be a RowCheck, not {type(check).__name__}")
-        base.check_dedup(dedup)
-        columns = tuple(dict.fromkeys(check.columns))
-        if not columns:
-            raise ValueError(f"the check {check.describe()!r} reads no column")
-        for column in columns:
-            _require_column(table, column)
-        if reason_column in table.columns:
-            raise ValueError(
-                f"the table already has a column {reason_column!r}; "
-                "rename it or pick another reason_column="
-            )
+        """`Judged.annotated` is lazy, on the table's backend; `extra["checked"]` is the
+        number of tuples sent to the check."""
         backend = table.get_backend()
         plan = _make_plan(table, check, columns, backend, self.join_on)
         names = _Names.fresh()

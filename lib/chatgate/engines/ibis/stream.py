@@ -26,19 +26,6 @@ from ..tables import record_batches
 from .plan import _Plan
 from .tally import _distinct_failing, _Names, _Tally
 
-AUTO_DEDUP_MIN_REPEATS = 0.30
-"""dedup="auto" deduplicates when at least this share of the values repeat another one.
-
-Measured with DuckDB on 2 cores (1M rows of 3.2 KB of JSON, judge only; noisy, the
-machine was shared): with no repeats, checking every row took 6 s and deduplicating
-14 s on DuckDB 2.0 (14.5 s and 16 s on 1.5), because the group-by must finish before
-the first batch reaches Python while a plain scan overlaps with the check; at 30%
-repeats both took about 10.5 s on 2.0 (12 s and 10 s on 1.5); at 50%, deduplicating
-won by a third. Deduplicating also holds every distinct value in DuckDB's memory
-(it spills to disk), which a plain scan doesn't. For several columns, the share is
-that of the rows whose tuple repeats another row's.
-"""
-
 COMPACT_FAILING_ROWS = 100_000
 """Without deduplication, the failing keys are deduplicated whenever this many rows piled up."""
 
@@ -64,7 +51,7 @@ def _decide(
         return None, None
     values, distinct = _distinct_estimate(table.limit(base.AUTO_SAMPLE_ROWS), plan.whole)
     repeats = max(0.0, 1.0 - distinct / values) if values else 0.0
-    return repeats >= AUTO_DEDUP_MIN_REPEATS, round(repeats, 4)
+    return base.EMBEDDED_AUTO.decide(repeats), round(repeats, 4)
 
 
 def _stream(
@@ -82,7 +69,7 @@ def _stream(
     """Check the stream of values in batches; the tally, and the share of repeats when deciding.
 
     With `decide`, the keys of the first `AUTO_SAMPLE_ROWS` rows give the share
-    of repeats; when it reaches `AUTO_DEDUP_MIN_REPEATS` the stream stops and the
+    of repeats; when `EMBEDDED_AUTO` says to deduplicate, the stream stops and the
     tally is None: the caller streams again with dedup (the rows checked so far
     are checked again, a small cost next to what dedup saves then). `chunk_size` and
     `progress` are the engine's.
@@ -101,7 +88,7 @@ def _stream(
                 if len(sampled) >= base.AUTO_SAMPLE_ROWS:
                     repeats = round(repeats_share(sampled), 4)
                     sampled = None
-                    if repeats >= AUTO_DEDUP_MIN_REPEATS:
+                    if base.EMBEDDED_AUTO.decide(repeats):
                         return None, repeats
             _check(batch, check, plan, names, tally, dedup_on=dedup_on)
             if bar is not None:

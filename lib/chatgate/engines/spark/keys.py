@@ -15,7 +15,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..rules import ChatCheck, RowCheck
+from ...rules import ChatCheck, RowCheck
 
 H1, H2, LENGTH = "__chatgate_h1__", "__chatgate_h2__", "__chatgate_len__"
 KEYS = (H1, H2, LENGTH)

@@ -1,9 +1,12 @@
-"""The job on the embedded engine: Ibis over DuckDB, Delta tables read and written by deltalake."""
+"""The DuckDB engine: the Ibis engine on a DuckDB connection, reading and writing Delta with deltalake.
+
+It is what the job runs on one machine (`engine: duckdb`), and what `Validate`
+runs on an Ibis table of DuckDB.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime
 from typing import Any
 
 import ibis
@@ -11,19 +14,30 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, SchemaMismatchError, TableNotFoundError
 
-from ..engines.ibis import IbisEngine
-from ..engines.tables import default_connection, delta_version, open_table, record_batches
-from ..errors import OutputError, SourceError
-from .backend import JobBackend, commit_metadata, is_local_path, local_target_state, pinned_version
-from .outputs import CHECKED_AT, COLUMN, REASON, RUN_ID, STEP
+from ...errors import OutputError, SourceError
+from ..lakehouse import LakehouseEngine, commit_metadata, is_local_path, local_target_state, pinned_version
+from ..tables import default_connection, delta_version, open_table, record_batches
+from . import CHUNK_SIZE, IbisEngine
+from .plan import JoinOn
 
 WRITE_CHUNK_ROWS = 50_000
 
 
-class DuckDBJobBackend(JobBackend):
-    def __init__(self, con: Any = None) -> None:
+class DuckDBEngine(IbisEngine, LakehouseEngine):
+    """The Ibis engine with a DuckDB connection (`con`, else the shared default) to read sources with."""
+
+    name = "duckdb"
+
+    def __init__(
+        self,
+        con: Any = None,
+        *,
+        chunk_size: int = CHUNK_SIZE,
+        join_on: JoinOn = "auto",
+        progress: bool | None = None,
+    ) -> None:
+        super().__init__(chunk_size=chunk_size, join_on=join_on, progress=progress)
         self.con = con or default_connection()
-        self.engine = IbisEngine()
 
     def open_source(self, source: str, version: int | None) -> tuple[Any, int | None]:
         try:
@@ -36,40 +50,14 @@ class DuckDBJobBackend(JobBackend):
         except (FileNotFoundError, ValueError, OSError) as exc:
             raise SourceError(f"can't read the source {source!r}: {exc}") from None
 
-    def quarantine_rows(
-        self,
-        annotated: Any,
-        reason_column: str,
-        source_columns: list[str],
-        *,
-        step: int,
-        column: str,
-        run_id: str,
-        checked_at: datetime,
-    ) -> Any:
-        failing = annotated.filter(annotated[reason_column].notnull())
-        return failing.select(
-            *[failing[c] for c in source_columns],
-            failing[reason_column].name(REASON),
-            ibis.literal(step, type="int32").name(STEP),
-            ibis.literal(column, type="string").name(COLUMN),
-            ibis.literal(run_id, type="string").name(RUN_ID),
-            ibis.literal(checked_at, type="timestamp('UTC')").name(CHECKED_AT),
+    def project(
+        self, table: ibis.Table, columns: list[str], renamed: dict[str, str], constants: dict[str, pa.Scalar]
+    ) -> ibis.Table:
+        return table.select(
+            *[table[c] for c in columns],
+            *[table[source].name(name) for source, name in renamed.items()],
+            *[ibis.literal(value.as_py(), type=ibis.dtype(value.type)).name(name) for name, value in constants.items()],
         )
-
-    def valid_rows(self, annotated: Any, reason_columns: list[str], source_columns: list[str], *, run_id: str) -> Any:
-        passing = annotated
-        for reason_column in reason_columns:
-            passing = passing.filter(passing[reason_column].isnull())
-        return passing.select(
-            *[passing[c] for c in source_columns], ibis.literal(run_id, type="string").name(RUN_ID)
-        )
-
-    def union(self, tables: list[Any]) -> Any:
-        return tables[0] if len(tables) == 1 else ibis.union(*tables)
-
-    def columns_of(self, table: Any) -> list[str]:
-        return list(table.columns)
 
     def target_columns(self, target: str) -> list[str] | None:
         if is_local_path(target) and local_target_state(target) == "absent":

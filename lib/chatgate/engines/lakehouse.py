@@ -1,7 +1,8 @@
-"""What the job needs of an engine beyond judging: read the source, shape and write the outputs.
+"""What an engine needs beyond judging to run the job: read the source, write the outputs.
 
-One subclass per engine (job/duckdb.py, job/spark.py); the run itself (job/runner.py)
-never asks which engine it drives.
+The DuckDB engine (engines/ibis/duckdb.py) and the Spark engine (engines/spark)
+are lakehouse engines; the run itself (job/runner.py) never asks which one it
+drives.
 
 Every write of a run touches the rows of its own run id and nothing else, so runs
 with different ids can share output tables, and a failed run can take its rows
@@ -13,20 +14,19 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from abc import ABC, abstractmethod
-from datetime import datetime
+from abc import abstractmethod
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from .. import __version__
-from ..engines.base import Engine
 from ..errors import ConfigError, OutputError
+from .base import Engine
 
 
-class JobBackend(ABC):
-    engine: Engine
+class LakehouseEngine(Engine):
+    """An engine that reads Delta (or Parquet) sources and writes Delta outputs."""
 
     @abstractmethod
     def open_source(self, source: str, version: int | None) -> tuple[Any, int | None]:
@@ -38,32 +38,10 @@ class JobBackend(ABC):
         """
 
     @abstractmethod
-    def quarantine_rows(
-        self,
-        annotated: Any,
-        reason_column: str,
-        source_columns: list[str],
-        *,
-        step: int,
-        column: str,
-        run_id: str,
-        checked_at: datetime,
+    def project(
+        self, table: Any, columns: list[str], renamed: dict[str, str], constants: dict[str, pa.Scalar]
     ) -> Any:
-        """The failing rows of one step: source columns, then the pb_*_ columns of outputs.py."""
-
-    @abstractmethod
-    def valid_rows(
-        self, annotated: Any, reason_columns: list[str], source_columns: list[str], *, run_id: str
-    ) -> Any:
-        """The rows whose every reason is null: the source columns, then the run id column."""
-
-    @abstractmethod
-    def union(self, tables: list[Any]) -> Any:
-        """The rows of `tables` (same columns), one after the other."""
-
-    @abstractmethod
-    def columns_of(self, table: Any) -> list[str]:
-        """The column names of a table this backend built (known before it runs)."""
+        """`columns` of `table`, then each `renamed` column under its new name, then `constants`."""
 
     @abstractmethod
     def target_columns(self, target: str) -> list[str] | None:

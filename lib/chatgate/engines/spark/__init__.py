@@ -1,0 +1,348 @@
+"""The Spark engine: hash, deduplicate, check in Arrow batches, join the failures back.
+
+`SparkEngine.judge_check` judges the columns of one `RowCheck` together (the
+inherited `judge` is `judge_check` with the `ChatCheck` of one column). It runs
+one Spark job over the rows (after a read of the first rows, with
+`dedup="auto"`) and returns a lazy annotated DataFrame:
+
+1. with `dedup="auto"`, the first `AUTO_SAMPLE_ROWS` keys (read with a limit, so
+   Spark reads the first files only) decide the dedup (`SPARK_AUTO`);
+2. the check: each row gets a wide key over the check's columns; with dedup the
+   rows are grouped by key (one set of values and a row count per key) before
+   Python sees them; `mapInArrow` hands exactly the check's columns (named as in
+   the table, plus the key and row bookkeeping) to `check.check` in Arrow batches
+   of about `BATCH_ROWS` rows and sends back only the failing (key, reason,
+   count, first row) rows and one tally row per batch (keys checked, rows they
+   stand for). Without dedup the failing rows are summed per key natively. The
+   result is computed once and kept on the executors (a local checkpoint); the
+   driver receives totals and one row per reason, never a key or a source row,
+   and the tallies count the rows, so no other pass over the table is needed.
+
+The annotated table is the source left-joined, on the key, with the failing
+(key, reason) pairs: broadcast when they are few (`broadcast_limit`), else a
+shuffle join. Reading it (to write a quarantine, to split the valid rows) scans
+the source again, but never re-runs the check.
+
+Nulls. Every check sees every row, nulls included, and decides itself what a
+null is worth (a preference row with a null `prompt` may pass with
+`na_pass=True`; a null `tools` declares nothing). A `ChatCheck` of one column
+(the core check) has a null key (no length) for its nulls: they are counted as
+Python judged them but annotated natively (`not_messages`, or none with
+`na_pass=True`, as `check_array` gives them), since a null key joins nothing. A
+tuple whose every column is null isn't counted among the distinct values
+(`Judged.distinct_values`, counted only with dedup).
+
+The key of one column is (xxhash64, murmur3 `hash`, byte length) of its text: two
+different values share a key only if two independent hashes and the length all
+collide (about 2^-96 per pair). The key of several columns (or of a check that
+sees nulls) hashes every column's text followed by its null flag, in the check's
+column order: `xxhash64(t1, t1 IS NULL, t2, t2 IS NULL, ...)`, the same with
+`hash`, and the summed byte lengths (a long, nulls counting 0). Spark's hashes skip
+a null argument, so without the flags `(null, x)`, `(x, null)` and `(x, "")`-like
+rows would hash alike; the flag, never null itself, marks each column's position
+and null-ness. Native values (lists of structs, maps, structs) are keyed on their
+JSON text with nulls written out: Spark's hashes skip null fields, so
+`[{"role": null, "content": "user"}]` and `[{"role": "user", "content": null}]`
+hash alike, while their problems differ (`bad_message`, `empty_content`).
+
+Reasons are ordered by count, ties by their first row (`monotonically_increasing_id`
+numbers the source in its scan order), then by the global order of all codes.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_type
+
+from ...errors import OutputError, SourceError
+from ...rules import RowCheck
+from ..base import SPARK_AUTO, Dedup, Judged, ordered_reasons
+from ..lakehouse import (
+    LakehouseEngine,
+    commit_metadata,
+    commit_metadata_json,
+    is_local_path,
+    local_target_state,
+    pinned_version,
+)
+from .check import (
+    _BATCH_CONF,
+    _LARGE_VAR_CONF,
+    COUNT,
+    REASON,
+    ROW,
+    _annotate,
+    _checked_schema,
+    _conf_true,
+    _Keyed,
+    _sampled_repeats,
+    _session_conf,
+    _tally,
+    _value_names,
+    check_batches,
+)
+from .delta import (
+    COLUMN_MAPPING,
+    CONCURRENT_WRITE_ERRORS,
+    HISTORY_SEARCHED,
+    NAME_NEEDS_MAPPING,
+    equals_column,
+    equals_sql,
+    first_line,
+    is_path,
+)
+from .keys import KEYS, column_ref
+from .session import get_spark
+
+BATCH_ROWS = 10_000
+"""Rows per Arrow batch sent to Python (spark.sql.execution.arrow.maxRecordsPerBatch)."""
+
+
+class SparkEngine(LakehouseEngine):
+    """PySpark DataFrames, judged on the cluster.
+
+    >>> judged = SparkEngine().judge(df, "messages", ChatFormat())  # doctest: +SKIP
+    >>> judged.failed, judged.reasons  # doctest: +SKIP
+    (2, {'not_alternating': 1, 'unknown_role': 1})
+    >>> judged = SparkEngine().judge_check(df, DatasetCheck("preference"))  # doctest: +SKIP
+    """
+
+    name = "spark"
+    table_kind = "PySpark DataFrames"
+    auto = SPARK_AUTO
+
+    def __init__(self, *, batch_rows: int = BATCH_ROWS, spark: SparkSession | None = None) -> None:
+        if not isinstance(batch_rows, int) or batch_rows < 1:
+            raise ValueError(f"batch_rows= must be a positive integer, not {batch_rows!r}")
+        self.batch_rows = batch_rows
+        self._spark = spark
+
+    @property
+    def spark(self) -> SparkSession:
+        """The session the job reads and writes with (judging uses each table's own)."""
+        if self._spark is None:
+            self._spark = get_spark("chatgate-job")
+        return self._spark
+
+    def accepts(self, table: Any) -> bool:
+        return isinstance(table, DataFrame)
+
+    def columns(self, table: DataFrame) -> list[str]:
+        return list(table.columns)
+
+    def row_count(self, table: DataFrame) -> int:
+        return table.count()
+
+    def _judge(
+        self, table: DataFrame, check: RowCheck, columns: tuple[str, ...], dedup: Dedup, reason_column: str
+    ) -> Judged:
+        """One job (after a read of the first rows with `dedup="auto"`); the annotated table is
+        lazy. `extra["checked"]` is the lazy check (`failing_frame`)."""
+        keyed = _Keyed.of(table, check, dedup, reason_column)
+        repeats = None
+        if dedup == "auto":
+            repeats = _sampled_repeats(table, keyed)
+            deduplicated = self.auto.decide(repeats)
+        else:
+            deduplicated = dedup == "on"
+        checked = self._failing_frame(table, keyed, deduplicated)
+        with _session_conf(checked, {_BATCH_CONF: str(self.batch_rows)}):
+            # The check runs once: the quarantine, valid and summary all read this result.
+            result = checked.localCheckpoint(eager=True)
+        tally = _tally(result)
+        annotated = _annotate(table, keyed, result, tally.failing_keys, reason_column)
+        return Judged(
+            units=tally.rows,
+            failed=sum(tally.counts.values()),
+            reasons=ordered_reasons(tally.counts, tally.first_seen),
+            distinct_values=tally.distinct if deduplicated else None,
+            annotated=annotated,
+            reason_column=reason_column,
+            deduplicated=deduplicated,
+            extra={
+                "repeats_estimate": repeats,
+                "failing_distinct": tally.failing_keys_with_length,
+                "checked": checked,
+            },
+        )
+
+    def failing_frame(self, table: DataFrame, check: RowCheck, *, deduplicated: bool) -> DataFrame:
+        """The lazy check: (key, reason, count, first row) of each failing key, plus tallies.
+
+        A tally row has null key and reason; its count is the number of keys a Python
+        batch checked whose values aren't all null (rows, without `deduplicated`) and
+        its row the number of source rows they stand for. With
+        `deduplicated`, the rows are grouped by key before Python sees them and a
+        row's count is its number of source rows. The first row
+        (`monotonically_increasing_id`, taken before any filter) only orders
+        reasons of equal counts.
+        """
+        return self._failing_frame(table, _Keyed.of(table, check), deduplicated)
+
+    def _failing_frame(self, table: DataFrame, keyed: _Keyed, deduplicated: bool) -> DataFrame:
+        # Spark-side names of the check's columns (mapInArrow can't take a dotted name).
+        sent = _value_names(keyed.names)
+        numbered = table.select(
+            *(keyed.keys[k].alias(k) for k in KEYS),
+            *(column_ref(name).alias(alias) for name, alias in zip(keyed.names, sent)),
+            F.monotonically_increasing_id().alias(ROW),
+        )
+        to_check = numbered
+        if deduplicated:
+            # One key, one set of values: the first row's stand for all of them.
+            to_check = numbered.groupBy(*KEYS).agg(
+                *(F.first(alias).alias(alias) for alias in sent),
+                F.count(F.lit(1)).alias(COUNT),
+                F.min(ROW).alias(ROW),
+            )
+        check = functools.partial(
+            check_batches,
+            check=keyed.check,
+            names=dict(zip(sent, keyed.names)),
+            counted=deduplicated,
+            large_strings=_conf_true(table, _LARGE_VAR_CONF),
+        )
+        checked = to_check.mapInArrow(check, _checked_schema(keyed.length_type))
+        if not deduplicated:
+            # The same failing key on many rows comes back once per row: one row per key.
+            # The batches' tallies (null reason) fall in one group: their rows add up.
+            first_or_total = F.when(F.col(REASON).isNull(), F.sum(ROW)).otherwise(F.min(ROW))
+            checked = checked.groupBy(*KEYS, REASON).agg(
+                F.sum(COUNT).alias(COUNT), first_or_total.alias(ROW)
+            )
+        return checked
+
+    def where_reason(self, table: DataFrame, column: str, *, present: bool) -> DataFrame:
+        reason = column_ref(column)
+        return table.filter(reason.isNotNull() if present else reason.isNull())
+
+    def segment_values(self, table: DataFrame, column: str) -> list[Any]:
+        values = (
+            table.select(column_ref(column).alias("v")).distinct().orderBy(F.col("v").asc_nulls_last())
+        )
+        return [row[0] for row in values.collect()]
+
+    def filter_equal(self, table: DataFrame, column: str, value: Any) -> DataFrame:
+        if value is None:
+            return table.filter(column_ref(column).isNull())
+        return table.filter(column_ref(column) == F.lit(value))
+
+    def preview(self, table: DataFrame, limit: int) -> pa.Table:
+        return table.limit(limit).toArrow()
+
+    def drop_columns(self, table: DataFrame, names: list[str]) -> DataFrame:
+        return table.drop(*names)
+
+    def concat(self, tables: list[DataFrame]) -> DataFrame:
+        return functools.reduce(DataFrame.unionByName, tables)
+
+    # -- reading ----------------------------------------------------------------
+
+    def open_source(self, source: str, version: int | None) -> tuple[DataFrame, int | None]:
+        try:
+            latest = self._version(source)
+        except Exception as exc:  # noqa: BLE001 - Spark's analysis errors name no source
+            raise SourceError(f"can't read the source {source!r}: {first_line(exc)}") from None
+        pinned = pinned_version(source, latest, version)
+        try:
+            return self._read(source, pinned), pinned
+        except Exception as exc:  # noqa: BLE001
+            raise SourceError(f"can't read the source {source!r}: {first_line(exc)}") from None
+
+    def _read(self, source: str, version: int | None) -> DataFrame:
+        reader = self.spark.read
+        if version is not None:
+            # Time travel: every read of this DataFrame sees the same snapshot, whatever is appended meanwhile.
+            reader = reader.format("delta").option("versionAsOf", version)
+        if not is_path(source):
+            return reader.table(source)
+        if version is None:
+            return reader.parquet(source)
+        return reader.load(source)
+
+    # -- shaping ----------------------------------------------------------------
+
+    def project(
+        self, table: DataFrame, columns: list[str], renamed: dict[str, str], constants: dict[str, pa.Scalar]
+    ) -> DataFrame:
+        return table.select(
+            *[column_ref(c) for c in columns],
+            *[column_ref(source).alias(name) for source, name in renamed.items()],
+            *[F.lit(value.as_py()).cast(from_arrow_type(value.type)).alias(name) for name, value in constants.items()],
+        )
+
+    # -- writing ----------------------------------------------------------------
+
+    def _delta(self, target: str) -> Any:
+        from delta.tables import DeltaTable
+
+        if is_path(target):
+            return DeltaTable.forPath(self.spark, target) if DeltaTable.isDeltaTable(self.spark, target) else None
+        if not self._table_exists(target):
+            return None
+        try:
+            return DeltaTable.forName(self.spark, target)
+        except Exception:  # noqa: BLE001 - a catalog table in another format
+            return None
+
+    def _table_exists(self, name: str) -> bool:
+        try:
+            return self.spark.catalog.tableExists(name)
+        except Exception as exc:  # noqa: BLE001 - ParseException: the name doesn't parse
+            raise OutputError(f"{name!r} isn't a table name Spark can parse: {first_line(exc)}") from None
+
+    def _version(self, target: str) -> int | None:
+        table = self._delta(target)
+        return None if table is None else table.history(1).select("version").first()[0]
+
+    def target_columns(self, target: str) -> list[str] | None:
+        if is_path(target) and is_local_path(target) and local_target_state(target) == "absent":
+            return None
+        if not is_path(target) and self._table_exists(target) and self._delta(target) is None:
+            raise OutputError(f"the catalog table {target!r} isn't a Delta table; choose another output table")
+        table = self._delta(target)
+        return None if table is None else list(table.toDF().columns)
+
+    def replace_run(self, table: DataFrame, target: str, run_id_column: str, run_id: str) -> int:
+        metadata = commit_metadata(run_id)
+        writer = table.write.format("delta").option("userMetadata", commit_metadata_json(metadata))
+        if self._delta(target) is None:
+            writer = writer.mode("append")
+            if any(NAME_NEEDS_MAPPING & set(name) for name in table.columns):
+                writer = writer.options(**COLUMN_MAPPING)
+        else:
+            # One commit removes the run's old rows and adds the new ones: a rerun never duplicates.
+            writer = writer.mode("overwrite").option("replaceWhere", equals_sql(run_id_column, run_id))
+        try:
+            if is_path(target):
+                writer.save(target)
+            else:
+                writer.saveAsTable(target)
+        except Exception as exc:
+            if self.is_conflict(exc):
+                raise
+            raise OutputError(f"can't write to {target!r}: {first_line(exc)}") from None
+        return self._rows_written(target, commit_metadata_json(metadata))
+
+    def _rows_written(self, target: str, metadata: str) -> int:
+        history = self._delta(target).history(HISTORY_SEARCHED)
+        mine = history.filter(F.col("userMetadata") == F.lit(metadata)).select("operationMetrics").first()
+        metrics = (mine[0] if mine else None) or {}
+        return int(metrics.get("numOutputRows", 0))
+
+    def write_arrow(self, rows: pa.Table, target: str, run_id_column: str, run_id: str) -> None:
+        self.replace_run(self.spark.createDataFrame(rows), target, run_id_column, run_id)
+
+    def delete_run(self, target: str, run_id_column: str, run_id: str) -> None:
+        table = self._delta(target)
+        if table is not None:
+            table.delete(equals_column(run_id_column, run_id))
+
+    def is_conflict(self, error: BaseException) -> bool:
+        text = f"{type(error).__name__}: {error}"
+        return any(name in text for name in CONCURRENT_WRITE_ERRORS)

@@ -1,0 +1,278 @@
+"""The Spark engine's check: keys, the Python step over Arrow batches, the tallies and the join back."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from ...rules import RowCheck
+from .. import base
+from ..base import REASON_COLUMN, repeats_share
+from .keys import (
+    H1,
+    H2,
+    KEYS,
+    LENGTH,
+    column_ref,
+    key_columns,
+    key_text,
+    nulls_native,
+    wide_key_columns,
+)
+
+VALUE, REASON, COUNT = "__chatgate_value__", "__chatgate_reason__", "__chatgate_n__"
+ROW = "__chatgate_row__"
+FAILING_KEY_BYTES = 64
+"""About what one failing (key, reason) pair weighs in a broadcast (two hashes, a length, a code)."""
+_BATCH_CONF = "spark.sql.execution.arrow.maxRecordsPerBatch"
+_LARGE_VAR_CONF = "spark.sql.execution.arrow.useLargeVarTypes"
+
+
+@dataclass(frozen=True)
+class _Keyed:
+    """How one check is keyed on one table.
+
+    `names`: the check's columns (as in the table, each once); `keys`: the
+    expressions of H1, H2 and LENGTH; `present`: the rows whose key can join
+    back (None: all of them); `null_reason`: the code of the others (one
+    column's nulls), given natively in the annotated table.
+    """
+
+    check: RowCheck
+    names: tuple[str, ...]
+    keys: dict[str, Column]
+    length_type: str
+    present: Column | None
+    null_reason: str | None
+
+    @classmethod
+    def of(
+        cls,
+        table: DataFrame,
+        check: RowCheck,
+        dedup: str = "auto",
+        reason_column: str = REASON_COLUMN,
+    ) -> _Keyed:
+        names = _check_arguments(table, check, dedup, reason_column)
+        if nulls_native(check):
+            value = column_ref(check.column)
+            return cls(
+                check=check,
+                names=names,
+                keys=dict(zip(KEYS, key_columns(value, table.schema[check.column].dataType))),
+                length_type="int",
+                present=value.isNotNull(),
+                null_reason=None if check.fmt.na_pass else "not_messages",
+            )
+        texts = [key_text(column_ref(name), table.schema[name].dataType) for name in names]
+        return cls(
+            check=check,
+            names=names,
+            keys=dict(zip(KEYS, wide_key_columns(texts))),
+            length_type="long",
+            present=None,
+            null_reason=None,
+        )
+
+
+def check_batches(
+    batches: Iterator[pa.RecordBatch],
+    *,
+    check: RowCheck,
+    names: dict[str, str],
+    counted: bool,
+    large_strings: bool,
+) -> Iterator[pa.RecordBatch]:
+    """The Python step: the failing rows of each batch, then a tally row of the batch.
+
+    Input columns: the key, the check's columns (`names` maps their names here to
+    their names in the table), the rows per key (when `counted`) and the first row
+    of the key. `check.check` sees a batch of the check's columns only, named as in
+    the table. Output: the key, reason, count and first row of each failing key,
+    and a row with a null key and reason whose count is the number of keys
+    checked whose values aren't all null (a missing tuple, or one column's nulls,
+    isn't a distinct value) and whose row is the number of source rows they stand for.
+    """
+    reason_type = pa.large_string() if large_strings else pa.string()
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        values = pa.RecordBatch.from_arrays(
+            [batch.column(sent) for sent in names], names=list(names.values())
+        )
+        codes = check.check(values)
+        if isinstance(codes, pa.ChunkedArray):
+            codes = codes.combine_chunks()
+        if len(codes) != batch.num_rows:
+            raise ValueError(
+                f"{type(check).__name__}.check gave {len(codes)} codes for {batch.num_rows} rows"
+            )
+        failing = codes.is_valid()
+        keys = [batch.column(name).filter(failing) for name in KEYS]
+        reasons = codes.filter(failing).cast(reason_type)
+        if counted:
+            counts = batch.column(COUNT).filter(failing)
+        else:
+            counts = pa.repeat(pa.scalar(1, pa.int64()), len(reasons))
+        rows = batch.column(ROW).filter(failing)
+        sent = pc.sum(batch.column(COUNT)).as_py() if counted else batch.num_rows
+        checked = batch.num_rows - _missing_rows(values)
+        columns = [
+            *(pa.concat_arrays([k, pa.nulls(1, k.type)]) for k in keys),
+            pa.concat_arrays([reasons, pa.nulls(1, reason_type)]),
+            pa.concat_arrays([counts, pa.array([checked], pa.int64())]),
+            pa.concat_arrays([rows, pa.array([sent], pa.int64())]),
+        ]
+        yield pa.RecordBatch.from_arrays(columns, names=[*KEYS, REASON, COUNT, ROW])
+
+
+def _missing_rows(values: pa.RecordBatch) -> int:
+    """The rows of `values` whose every column is null."""
+    if any(column.null_count == 0 for column in values.columns):
+        return 0
+    missing = functools.reduce(pc.and_, (column.is_null() for column in values.columns))
+    return pc.sum(missing).as_py() or 0
+
+
+def _annotate(
+    table: DataFrame, keyed: _Keyed, result: DataFrame, failing_keys: int, reason_column: str
+) -> DataFrame:
+    """`table` plus the reason of each row: a join on the key with the failing keys, nulls judged natively.
+
+    The failing keys stay on the executors. A broadcast join ships them through the
+    driver, so it is asked for only when they are few (`broadcast_limit`); otherwise
+    Spark shuffles both sides.
+    """
+    missing = F.lit(keyed.null_reason).cast("string")
+    if failing_keys == 0:
+        if keyed.present is None:
+            return table.withColumn(reason_column, F.lit(None).cast("string"))
+        return table.withColumn(reason_column, F.when(~keyed.present, missing).cast("string"))
+    pairs = result.filter(F.col(REASON).isNotNull()).select(*KEYS, REASON)
+    # Spark's own choice could broadcast them anyway (its size estimate of the checkpoint is low).
+    pairs = F.broadcast(pairs) if failing_keys <= broadcast_limit(table) else pairs.hint("shuffle_hash")
+    keys = [keyed.keys[k].alias(k) for k in KEYS]
+    joined = table.select("*", *keys).join(pairs, on=list(KEYS), how="left")
+    reason = F.col(REASON)
+    if keyed.present is not None:
+        reason = F.when(~keyed.present, missing).otherwise(reason)
+    return joined.select(*(column_ref(c) for c in table.columns), reason.alias(reason_column))
+
+
+def broadcast_limit(table: DataFrame) -> int:
+    """How many failing keys may be broadcast: their bytes within Spark's broadcast threshold
+    and a quarter of what the driver may collect (a broadcast passes through the driver)."""
+    conf = table.sparkSession.conf
+    threshold = _bytes(conf.get("spark.sql.autoBroadcastJoinThreshold", "10MB") or "10MB")
+    collectable = _bytes(conf.get("spark.driver.maxResultSize", "1g") or "1g") or 2**62
+    return max(0, min(threshold, collectable // 4)) // FAILING_KEY_BYTES
+
+
+def _bytes(size: str) -> int:
+    """Spark's size strings ('10MB', '1g', '1048576b', '-1') in bytes; -1 (off) is 0."""
+    text = size.strip().lower().rstrip("b")
+    units = {"k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+    if text.startswith("-"):
+        return 0
+    if text and text[-1] in units:
+        return int(float(text[:-1]) * units[text[-1]])
+    return int(text or 0)
+
+
+@dataclass(frozen=True)
+class _Tally:
+    """What the driver learns of a check: sizes bounded by the number of codes, never by the rows."""
+
+    rows: int
+    distinct: int
+    failing_keys: int
+    failing_keys_with_length: int
+    counts: dict[str, int]
+    first_seen: dict[str, int]
+
+
+def _tally(result: DataFrame) -> _Tally:
+    """Totals and per-reason counts of the checked result, aggregated on the executors."""
+    tallies = F.col(REASON).isNull()
+    totals = result.agg(
+        F.sum(F.when(tallies, F.col(COUNT))).alias("distinct"),
+        F.sum(F.when(tallies, F.col(ROW))).alias("rows"),
+        F.count(F.when(~tallies, 1)).alias("failing"),
+        F.count(F.when(~tallies & F.col(LENGTH).isNotNull(), 1)).alias("with_length"),
+    ).first()
+    assert totals is not None
+    per_reason = (
+        result.filter(~tallies).groupBy(REASON).agg(F.sum(COUNT).alias(COUNT), F.min(ROW).alias(ROW)).collect()
+    )
+    return _Tally(
+        rows=totals["rows"] or 0,
+        distinct=totals["distinct"] or 0,
+        failing_keys=totals["failing"] or 0,
+        failing_keys_with_length=totals["with_length"] or 0,
+        counts={row[REASON]: row[COUNT] for row in per_reason},
+        first_seen={row[REASON]: row[ROW] for row in per_reason},
+    )
+
+
+def _sampled_repeats(table: DataFrame, keyed: _Keyed) -> float:
+    """The share of repeated keys among the first `AUTO_SAMPLE_ROWS` rows Spark reads.
+
+    `collect` of a limit reads partitions one by one until it has the rows, so
+    only the first files are read, not the table.
+    """
+    sample = table.select(keyed.keys[H1].alias(H1)).limit(base.AUTO_SAMPLE_ROWS).collect()
+    return round(repeats_share([row[0] for row in sample]), 4)
+
+
+def _value_names(names: tuple[str, ...]) -> list[str]:
+    """The Spark-side names of a check's columns: the single one is VALUE, as ever."""
+    if len(names) == 1:
+        return [VALUE]
+    return [f"{VALUE[:-2]}{i}__" for i in range(len(names))]
+
+
+def _checked_schema(length_type: str) -> str:
+    return f"{H1} long, {H2} int, {LENGTH} {length_type}, {REASON} string, {COUNT} long, {ROW} long"
+
+
+def _check_arguments(
+    table: DataFrame, check: RowCheck, dedup: str, reason_column: str
+) -> tuple[str, ...]:
+    """The check's columns, each once, after checking every argument (no Spark job)."""
+    names = base.check_arguments(table.columns, check, dedup, reason_column)
+    taken = {c.lower() for c in table.columns}
+    reserved = (*KEYS, VALUE, *_value_names(names), REASON, COUNT, ROW)
+    clash = taken & {name.lower() for name in reserved}
+    if clash:
+        raise ValueError(f"the table has chatgate's reserved column {min(clash)!r}")
+    return names
+
+
+def _conf_true(table: DataFrame, key: str) -> bool:
+    return (table.sparkSession.conf.get(key, "false") or "false").lower() == "true"
+
+
+@contextmanager
+def _session_conf(table: DataFrame, settings: dict[str, str]) -> Iterator[None]:
+    """Runtime SQL settings for the jobs run inside the block, restored after."""
+    conf = table.sparkSession.conf
+    changed: dict[str, str | None] = {}
+    for key, value in settings.items():
+        if conf.get(key, None) != value:
+            changed[key] = conf.get(key, None)
+            conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, old in changed.items():
+            if old is None:
+                conf.unset(key)
+            else:
+                conf.set(key, old)
