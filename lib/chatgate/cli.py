@@ -14,7 +14,7 @@ from typing import Any
 from . import __version__
 from .engines.base import DEDUP_MODES
 from .errors import ChatgateError, ConfigError
-from .job.config import ENGINES, load_config
+from .job.config import DEFAULT_MEMORY_LIMIT, ENGINES, load_config
 from .rules import FORMATS
 from .rules.options import chat_options
 
@@ -64,10 +64,12 @@ def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--critical", help="critical level (exit status 4 when reached)")
     p.add_argument("--dedup", choices=DEDUP_MODES, help="check distinct values only: auto (default), on, off")
     p.add_argument("--memory-limit", dest="memory_limit", metavar="SIZE",
-                   help="embedded engine: DuckDB's memory before it spills to disk, e.g. 2GB (default: DuckDB's)")
-    p.add_argument("--threads", type=int, metavar="N", help="embedded engine: DuckDB's threads (default: every core)")
+                   help=f"embedded engine: DuckDB's memory before it spills to disk, e.g. 2GB "
+                        f"(default: {DEFAULT_MEMORY_LIMIT})")
+    p.add_argument("--threads", type=int, metavar="N",
+                   help="embedded engine: DuckDB's threads and the check's worker processes (default: every core)")
     p.add_argument("--temp-dir", dest="temp_directory", metavar="PATH",
-                   help="embedded engine: where DuckDB spills (default: DuckDB's, beside the process)")
+                   help="embedded engine: where DuckDB spills (default: chatgate-duckdb in the system's temp directory)")
     p.add_argument("--quiet", action="store_true", help="print only the summary")
     p.add_argument("--debug", action="store_true", help="on failure, print the whole traceback")
     return p

@@ -98,13 +98,16 @@ def open_table(
     *,
     version: int | None = None,
     storage_options: dict[str, str] | None = None,
+    row_ids: bool = False,
 ) -> ibis.Table:
     """An Ibis table over the Delta table or Parquet file(s) at `source`.
 
     `source` is a Delta table (a directory with `_delta_log`, or a URI deltalake
     can open), a Parquet file, or a directory of Parquet files (read recursively).
     `version` reads an older version of a Delta table. `con` defaults to
-    `default_connection()`.
+    `default_connection()`. Local Parquet files are read by DuckDB's own reader
+    (see `parquet_files`); with `row_ids`, such a table has one more column,
+    `parquet_files.ROW_ID`, for the engine's deduplication.
 
     Raises `FileNotFoundError` when nothing is at a local `source`, and
     `ValueError` when it is neither Delta nor Parquet.
@@ -112,7 +115,7 @@ def open_table(
     con = con if con is not None else default_connection()
     path = os.fspath(source)
     if is_delta(path, storage_options=storage_options):
-        return _open_delta(path, con, version=version, storage_options=storage_options)
+        return _open_delta(path, con, version=version, storage_options=storage_options, row_ids=row_ids)
     if version is not None:
         raise ValueError(f"version={version} needs a Delta table, and {path!r} isn't one")
     if _is_remote(path):
@@ -127,12 +130,20 @@ def open_table(
     if local.is_file():
         if not _is_parquet_file(local):
             raise ValueError(f"{path!r} is neither a Delta table nor a Parquet file")
-        return con.read_parquet(str(local))
+        return _parquet_files(con, [str(local)], row_ids=row_ids)
     if not any(local.rglob("*.parquet")):
         raise ValueError(
             f"{path!r} is a directory with neither a _delta_log (Delta) nor .parquet files"
         )
-    return con.read_parquet(str(local / "**" / "*.parquet"))
+    return _parquet_files(con, [str(local / "**" / "*.parquet")], row_ids=row_ids)
+
+
+def _parquet_files(con: Any, files: list[str], *, row_ids: bool) -> ibis.Table:
+    from .parquet_files import parquet_view
+
+    view = parquet_view(con, files, None, row_ids=row_ids)
+    assert view is not None  # without a schema to match, every column found is read
+    return view
 
 
 def delta_version(
@@ -291,9 +302,15 @@ def _without_views(kind: Any) -> Any:
 
 
 def _open_delta(
-    path: str, con: Any, *, version: int | None, storage_options: dict[str, str] | None
+    path: str, con: Any, *, version: int | None, storage_options: dict[str, str] | None, row_ids: bool = False
 ) -> ibis.Table:
     snapshot = _snapshot(path, version, storage_options)
+    if not _kernel_reasons(snapshot) and _local_filesystem(path, snapshot) is not None:
+        from .parquet_files import snapshot_view
+
+        view = snapshot_view(con, snapshot, row_ids=row_ids)
+        if view is not None:
+            return view
     name = f"chatgate_delta_{uuid.uuid4().hex[:12]}"
     con.con.register(name, _arrow_source(path, snapshot))
     return con.table(name)

@@ -6,8 +6,10 @@ a typo fails at start-up with the key's name, not an hour into the run.
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
+import tempfile
 import unicodedata
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
@@ -84,10 +86,10 @@ class OutputConfig:
 
 @dataclass(frozen=True)
 class EmbeddedConfig:
-    """Settings of the embedded engine's DuckDB: None leaves DuckDB's default."""
+    """Settings of the embedded engine: None takes chatgate's default (see `resolved`)."""
 
     memory_limit: str | None = None  # e.g. "1GB": past it, DuckDB spills to temp_directory
-    threads: int | None = None
+    threads: int | None = None  # DuckDB's threads and the check's worker processes
     temp_directory: str | None = None
 
     def __post_init__(self) -> None:
@@ -99,7 +101,25 @@ class EmbeddedConfig:
             raise ConfigError(f"threads: {self.threads!r} isn't a number of threads (1 or more)")
 
     def settings(self) -> dict[str, Any]:
+        """The settings given (in the config or as flags)."""
         return {k: v for k, v in vars(self).items() if v is not None}
+
+    def resolved(self) -> dict[str, Any]:
+        """Every setting, chatgate's defaults where none was given."""
+        return {
+            "memory_limit": self.memory_limit or DEFAULT_MEMORY_LIMIT,
+            "threads": self.threads or os.cpu_count() or 1,
+            "temp_directory": self.temp_directory or default_temp_directory(),
+        }
+
+
+DEFAULT_MEMORY_LIMIT = "1GB"
+"""DuckDB's memory before it spills: the job's peak stays near it whatever the table's size."""
+
+
+def default_temp_directory() -> str:
+    """Where DuckDB spills by default: a folder of the system's temp directory, never the working one."""
+    return os.path.join(tempfile.gettempdir(), "chatgate-duckdb")
 
 
 _MEMORY = re.compile(r"\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)", re.IGNORECASE)

@@ -88,8 +88,8 @@ def engine_for_job(config: JobConfig) -> LakehouseEngine:
     from ..engines.ibis.duckdb import DuckDBEngine
     from ..engines.tables import duckdb_connection
 
-    settings = config.embedded.settings()
-    return DuckDBEngine(con=duckdb_connection(**settings) if settings else None)
+    settings = config.embedded.resolved()
+    return DuckDBEngine(con=duckdb_connection(**settings), workers=settings["threads"])
 
 
 def run(config: JobConfig, engine: LakehouseEngine | None = None) -> RunResult:

@@ -76,6 +76,7 @@ import pyarrow as pa
 
 from ...rules import RowCheck
 from ..base import EMBEDDED_AUTO, Dedup, Engine, Judged, ordered_reasons
+from ..parquet_files import ROW_ID
 from .join import _annotate, _failing_table
 from .plan import NATIVE_BACKENDS as NATIVE_BACKENDS
 from .plan import NULL_PART as NULL_PART
@@ -106,6 +107,9 @@ class IbisEngine(Engine):
     possible). `progress` shows a tqdm bar of the rows checked: None decides from the
     environment (`CHATGATE_PROGRESS=0` turns it off, `=1` on; otherwise only on a
     terminal), and only for more than `PROGRESS_MIN_BATCHES` batches' worth of rows.
+    `workers` is the number of processes that run the check (see `workers.CheckPool`):
+    1 checks in this process, more use as many cores for streams of at least
+    `PARALLEL_MIN_ROWS` rows.
     """
 
     name = "ibis"
@@ -118,9 +122,12 @@ class IbisEngine(Engine):
         chunk_size: int = CHUNK_SIZE,
         join_on: JoinOn = "auto",
         progress: bool | None = None,
+        workers: int = 1,
     ) -> None:
         if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
             raise ValueError(f"chunk_size= must be a positive integer, not {chunk_size!r}")
+        if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+            raise ValueError(f"workers= must be a positive integer, not {workers!r}")
         if join_on not in ("auto", "hash", "value"):
             raise ValueError(f"join_on= must be 'auto', 'hash' or 'value', not {join_on!r}")
         if progress not in (None, True, False):
@@ -128,6 +135,7 @@ class IbisEngine(Engine):
         self.chunk_size = chunk_size
         self.join_on = join_on
         self.progress = progress
+        self.workers = workers
 
     # -- the small questions -------------------------------------------------------------
 
@@ -135,7 +143,7 @@ class IbisEngine(Engine):
         return isinstance(table, ibis.expr.types.Table)
 
     def columns(self, table: ibis.Table) -> list[str]:
-        return list(table.columns)
+        return [c for c in table.columns if c != ROW_ID]  # the engine's own, for deduplication
 
     def row_count(self, table: ibis.Table) -> int:
         return int(table.count().execute())
@@ -185,12 +193,14 @@ class IbisEngine(Engine):
             tally, repeats = _stream(
                 table, check, plan, names, rows,
                 chunk_size=self.chunk_size, progress=self.progress, dedup_on=False, decide=True,
+                workers=self.workers,
             )
             dedup_on = tally is None
         if tally is None:
             tally, _ = _stream(
                 table, check, plan, names, rows,
                 chunk_size=self.chunk_size, progress=self.progress, dedup_on=dedup_on,
+                workers=self.workers,
             )
         assert tally is not None  # only a stream that decides stops early
         if not dedup_on:

@@ -20,7 +20,7 @@ from ..tables import default_connection, delta_version, open_table, record_batch
 from . import CHUNK_SIZE, IbisEngine
 from .plan import JoinOn
 
-WRITE_CHUNK_ROWS = 50_000
+WRITE_CHUNK_ROWS = 10_000
 
 
 class DuckDBEngine(IbisEngine, LakehouseEngine):
@@ -35,8 +35,9 @@ class DuckDBEngine(IbisEngine, LakehouseEngine):
         chunk_size: int = CHUNK_SIZE,
         join_on: JoinOn = "auto",
         progress: bool | None = None,
+        workers: int = 1,
     ) -> None:
-        super().__init__(chunk_size=chunk_size, join_on=join_on, progress=progress)
+        super().__init__(chunk_size=chunk_size, join_on=join_on, progress=progress, workers=workers)
         self.con = con or default_connection()
 
     def open_source(self, source: str, version: int | None) -> tuple[Any, int | None]:
@@ -46,7 +47,7 @@ class DuckDBEngine(IbisEngine, LakehouseEngine):
             raise SourceError(f"can't read the source {source!r}: {exc}") from None
         pinned = pinned_version(source, latest, version)
         try:
-            return open_table(source, con=self.con, version=pinned), pinned
+            return open_table(source, con=self.con, version=pinned, row_ids=True), pinned
         except (FileNotFoundError, ValueError, OSError) as exc:
             raise SourceError(f"can't read the source {source!r}: {exc}") from None
 

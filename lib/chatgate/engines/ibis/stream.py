@@ -11,7 +11,7 @@ import contextlib
 import functools
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import ibis
@@ -22,12 +22,17 @@ from ...errors import ChatgateError
 from ...rules import RowCheck
 from .. import base
 from ..base import repeats_share
+from ..parquet_files import ROW_ID
 from ..tables import record_batches
+from ..workers import CheckPool
 from .plan import _Plan
 from .tally import _distinct_failing, _Names, _Tally
 
 COMPACT_FAILING_ROWS = 100_000
 """Without deduplication, the failing keys are deduplicated whenever this many rows piled up."""
+
+PARALLEL_MIN_ROWS = 100_000
+"""Fewer rows than this are checked in the engine's process: starting workers costs about a second."""
 
 PROGRESS_MIN_BATCHES = 10
 """A progress bar is shown when the check takes more than this many batches."""
@@ -65,44 +70,106 @@ def _stream(
     progress: bool | None,
     dedup_on: bool,
     decide: bool = False,
+    workers: int = 1,
 ) -> tuple[_Tally | None, float | None]:
     """Check the stream of values in batches; the tally, and the share of repeats when deciding.
 
     With `decide`, the keys of the first `AUTO_SAMPLE_ROWS` rows give the share
     of repeats; when `EMBEDDED_AUTO` says to deduplicate, the stream stops and the
     tally is None: the caller streams again with dedup (the rows checked so far
-    are checked again, a small cost next to what dedup saves then). `chunk_size` and
-    `progress` are the engine's.
+    are checked again, a small cost next to what dedup saves then). `chunk_size`,
+    `progress` and `workers` are the engine's; a stream shorter than
+    `PARALLEL_MIN_ROWS` is checked here, where starting workers would cost more.
     """
     stream = _stream_expr(table, plan, names, dedup_on=dedup_on)
     tally = _Tally()
-    sampled: list[Any] | None = [] if decide else None
-    repeats = None
+    sampler = _Sampler(names.k1) if decide else None
     with (
         _bar(rows, ", ".join(plan.columns), chunk_size=chunk_size, progress=progress) as bar,
         _open_reader(stream, chunk_size) as reader,
+        _judges(check, workers if rows >= PARALLEL_MIN_ROWS else 1) as judge,
     ):
-        for batch in reader:
-            if sampled is not None:
-                sampled += batch.column(names.k1).to_pylist()
-                if len(sampled) >= base.AUTO_SAMPLE_ROWS:
-                    repeats = round(repeats_share(sampled), 4)
-                    sampled = None
-                    if base.EMBEDDED_AUTO.decide(repeats):
-                        return None, repeats
-            _check(batch, check, plan, names, tally, dedup_on=dedup_on)
+        batches = reader if sampler is None else sampler.sample(reader)
+        for batch, codes in judge(_prepared(batches, plan, names, tally, dedup_on=dedup_on)):
+            _keep(batch, codes, check, plan, names, tally, dedup_on=dedup_on)
             if bar is not None:
                 bar.update(batch.column(names.n).to_numpy().sum() if dedup_on else len(batch))
                 bar.set_postfix(batches=tally.batches, failed=tally.failed, refresh=False)
+        if sampler is not None and sampler.dedup:
+            return None, sampler.repeats
         if bar is not None:
             bar.update(rows - bar.n)  # the missing values, never streamed without dedup
-    if sampled is not None:  # the stream was shorter than the sample, and is all checked
-        repeats = round(repeats_share(sampled), 4)
-    return tally, repeats
+    return tally, None if sampler is None else sampler.final_repeats()
 
 
-def _check(
+class _Sampler:
+    """The auto-dedup decision from the keys of the stream's first `AUTO_SAMPLE_ROWS` rows."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.keys: list[Any] | None = []
+        self.repeats: float | None = None
+        self.dedup = False
+
+    def sample(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """The batches, until the sample says to deduplicate (then the stream stops)."""
+        for batch in batches:
+            if self.keys is not None:
+                self.keys += batch.column(self.key).to_pylist()
+                if len(self.keys) >= base.AUTO_SAMPLE_ROWS:
+                    self.repeats = round(repeats_share(self.keys), 4)
+                    self.keys = None
+                    if base.EMBEDDED_AUTO.decide(self.repeats):
+                        self.dedup = True
+                        return
+            yield batch
+
+    def final_repeats(self) -> float | None:
+        """The share of repeats, from the whole stream when it was shorter than the sample."""
+        if self.keys is not None:
+            self.repeats = round(repeats_share(self.keys), 4)
+        return self.repeats
+
+
+Judge = Callable[[Iterable[tuple[pa.RecordBatch, pa.RecordBatch]]], Iterator[tuple[pa.RecordBatch, pa.Array]]]
+
+
+@contextlib.contextmanager
+def _judges(check: RowCheck, workers: int) -> Iterator[Judge]:
+    """What gives each batch its codes: `check.check` here, or a pool of `workers` processes."""
+    if workers <= 1:
+        yield lambda items: ((batch, check.check(values)) for batch, values in items)
+        return
+    with CheckPool(check, workers) as pool:
+        yield pool.codes
+
+
+def _prepared(
+    batches: Iterable[pa.RecordBatch], plan: _Plan, names: _Names, tally: _Tally, *, dedup_on: bool
+) -> Iterator[tuple[pa.RecordBatch, pa.RecordBatch]]:
+    """Each batch (its missing values counted and set aside) and the values its check reads."""
+    for batch in batches:
+        if not len(batch):
+            continue
+        tally.batches += 1
+        if dedup_on:
+            tally.units += pc.sum(batch.column(names.n)).as_py() or 0
+        if plan.single:
+            values = batch.column(plan.columns[0])
+            if values.null_count:  # the null group of the deduplicated stream
+                nulls = values.is_null()
+                tally.nulls += pc.sum(batch.column(names.n).filter(nulls)).as_py() or 0
+                batch = batch.filter(pc.invert(nulls))
+                if not len(batch):
+                    continue
+        tally.checked += len(batch)
+        tally.present += len(batch) - _missing_tuples(batch, plan.columns)
+        yield batch, batch.select(list(plan.columns))
+
+
+def _keep(
     batch: pa.RecordBatch,
+    codes: pa.Array | pa.ChunkedArray,
     check: RowCheck,
     plan: _Plan,
     names: _Names,
@@ -110,21 +177,7 @@ def _check(
     *,
     dedup_on: bool,
 ) -> None:
-    """Check one batch with `check.check`, keep its failing tuples and count them."""
-    if not len(batch):
-        return
-    tally.batches += 1
-    if dedup_on:
-        tally.units += pc.sum(batch.column(names.n)).as_py() or 0
-    if plan.single:
-        values = batch.column(plan.columns[0])
-        if values.null_count:  # the null group of the deduplicated stream
-            nulls = values.is_null()
-            tally.nulls += pc.sum(batch.column(names.n).filter(nulls)).as_py() or 0
-            batch = batch.filter(pc.invert(nulls))
-    tally.checked += len(batch)
-    tally.present += len(batch) - _missing_tuples(batch, plan.columns)
-    codes = check.check(batch.select(list(plan.columns)))
+    """Count one checked batch's failures and keep its failing tuples."""
     if isinstance(codes, pa.ChunkedArray):
         codes = codes.combine_chunks()
     if len(codes) != len(batch):
@@ -214,6 +267,8 @@ def _stream_expr(table: ibis.Table, plan: _Plan, names: _Names, *, dedup_on: boo
 
     The check's columns keep their names; the work columns have fresh ones.
     """
+    if dedup_on and _has_row_ids(table, plan):
+        return _distinct_by_row_id(table, plan, names)
     values = table.select(
         **{column: value for column, value in zip(plan.columns, plan.read(table))}
     )
@@ -225,6 +280,41 @@ def _stream_expr(table: ibis.Table, plan: _Plan, names: _Names, *, dedup_on: boo
         k1, kl = plan.keys([values[column] for column in plan.columns])
         values = values.mutate(**{names.k1: k1, names.kl: kl})
     return values
+
+
+def _has_row_ids(table: ibis.Table, plan: _Plan) -> bool:
+    """Can the distinct tuples be found by row id (see parquet_files), never holding a value in a hash table?"""
+    return ROW_ID in table.columns and plan.join_on == "hash" and table.get_backend().name == "duckdb"
+
+
+def _distinct_by_row_id(table: ibis.Table, plan: _Plan, names: _Names) -> ibis.Table:
+    """The distinct tuples, their row counts and keys: grouped by SHA-256, fetched back by row id.
+
+    The group-by holds a digest and two numbers per distinct tuple, however long the
+    texts, so DuckDB keeps it under its memory limit (spilling when it must); the
+    tuples themselves stream through a join on the smallest row id of each group.
+    The source is scanned twice and never materialised (NOT MATERIALIZED).
+    """
+    read = table.select(
+        **{column: value for column, value in zip(plan.columns, plan.read(table))},
+        **{names.rid: table[ROW_ID]},
+    )
+    backend = table.get_backend()
+    scanned = ibis.table(read.schema(), name=names.source)
+    tuples = [scanned[column] for column in plan.columns]
+    groups = scanned.group_by(plan.digest_of(tuples).name(names.fsha)).aggregate(
+        **{names.n: ibis._.count(), names.first: scanned[names.rid].min()}
+    )
+    k1, kl = plan.keys(tuples)
+    distinct = scanned.join(groups, scanned[names.rid] == groups[names.first]).select(
+        *tuples, groups[names.n], **{names.k1: k1, names.kl: kl}
+    )
+    # A view keeps the SQL as written: Ibis's own parser would drop NOT MATERIALIZED.
+    backend.con.execute(
+        f'CREATE OR REPLACE TEMP VIEW "{names.source}_distinct" AS '
+        f'WITH "{names.source}" AS NOT MATERIALIZED ({backend.compile(read)}) {backend.compile(distinct)}'
+    )
+    return backend.table(f"{names.source}_distinct")
 
 
 @contextlib.contextmanager

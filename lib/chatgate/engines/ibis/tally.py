@@ -52,6 +52,9 @@ class _Names:
     freason: str
     rn: str
     reason: str
+    rid: str
+    first: str
+    source: str
 
     @classmethod
     def fresh(cls) -> _Names:
