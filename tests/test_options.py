@@ -7,6 +7,7 @@ new option is then tried from Python, YAML, the command line and Airflow.
 from __future__ import annotations
 
 import argparse
+import json
 import inspect
 
 import pyarrow as pa
@@ -111,3 +112,32 @@ def test_pointblank_step_settings_follow_the_core_options_by_position():
     parameters = list(inspect.signature(pb.Validate.col_vals_chat_format).parameters)
     assert parameters[:3] == ["self", "columns", "roles"]
     assert parameters[10:17] == ["pre", "segments", "thresholds", "actions", "brief", "active", "dimension"]
+
+
+SAMPLE_LETS_THROUGH = [
+    json.dumps([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}, {"role": "user", "content": "Bye"}]),
+    json.dumps([{"role": "user", "content": "Hi"}, {"role": "user", "content": "Hello?"}, {"role": "assistant", "content": "Yes"}]),
+    json.dumps([{"role": "user", "content": ""}, {"role": "assistant", "content": "Hello"}]),
+]
+
+
+def test_a_profile_means_the_same_in_python_yaml_and_flags(tmp_path):
+    """The sample profile lets these through everywhere; an option given explicitly overrides it everywhere."""
+    from deltalake import write_deltalake
+    from job_helpers import read_delta
+
+    from chatgate.job.runner import run
+
+    source = str(tmp_path / "chats")
+    write_deltalake(source, pa.table({"messages": SAMPLE_LETS_THROUGH}))
+    for given, expected in (({}, 0), ({"alternate": True}, 1)):
+        options = {"profile": "sample", **given}
+        assert sum(pb.first_problem(v, **options) is not None for v in SAMPLE_LETS_THROUGH) == expected
+        assert pb.check_batch(pa.array(SAMPLE_LETS_THROUGH), **options).null_count == 3 - expected
+        frame = pa.table({"messages": SAMPLE_LETS_THROUGH}).to_pandas()
+        validation = pb.Validate(frame).col_vals_chat_format("messages", **options).interrogate()
+        assert validation.n_failed(i=1, scalar=True) == expected
+        flags = {"source": source, "columns": ["messages"], **options}
+        outputs = {n: str(tmp_path / f"{n}-{len(given)}") for n in ("quarantine", "summary")}
+        run(build_config({"outputs": outputs, "run_id": "r"}, flags))
+        assert read_delta(outputs["summary"])["failed"].to_pylist() == [expected]

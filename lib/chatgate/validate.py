@@ -21,6 +21,7 @@ from .pipeline import judge_step, preflight
 from .report import StepReport, render_html, render_text
 from .rules import ChatCheck, ChatFormat, RowCheck, dataset_checks
 from .rules.options import option_names, options_doc
+from .rules.spec import format_from
 from .selectors import Column, Selector, resolve_columns
 from .step_params import CHAT_FORMAT_STEP, DATASET_TYPE_STEP, StepSettings, check_brief, check_segments
 from .steps import ASSERTION_TYPE, DATASET_ASSERTION_TYPE, DEFAULT_DIMENSION, Step
@@ -43,9 +44,10 @@ def _bound(
 ) -> dict[str, Any]:
     """A step method's arguments by name, with defaults, the check's options gathered as `fmt`."""
     given = signature.bind(self, *args, **kwargs)
+    options = {name: given.arguments[name] for name in option_names() if name in given.arguments}
     given.apply_defaults()
-    arguments = dict(given.arguments)
-    arguments["fmt"] = ChatFormat(**{name: arguments.pop(name) for name in option_names()})
+    arguments = {name: value for name, value in given.arguments.items() if name not in option_names()}
+    arguments["fmt"] = format_from(**options)
     return arguments
 
 

@@ -27,7 +27,7 @@ from ..rules import (
     ChatFormat,
     RowCheck,
     dataset_checks,
-    sample_profile,
+    format_from,
 )
 from ..thresholds import Thresholds
 
@@ -355,10 +355,7 @@ def _fmt(params: dict[str, Any], where: str) -> ChatFormat:
         params = {**params, "roles": [r.strip() for r in params["roles"].split(",") if r.strip()]}
     given = {k: v for k, v in params.items() if v is not None}
     try:
-        if given.get("profile") == "sample":
-            # The sample profile's own defaults (no alternation or blank check) unless set here.
-            return sample_profile(**{k: v for k, v in given.items() if k != "profile"})
-        return ChatFormat(**given)
+        return format_from(**given)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: {exc}") from None
 

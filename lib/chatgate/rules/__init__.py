@@ -15,7 +15,7 @@ from .datasets import (
     value_format,
 )
 from .reference import first_problem, problem_of
-from .spec import DEFAULT_ROLES, SHAREGPT_ROLES, ChatFormat, sample_profile
+from .spec import DEFAULT_ROLES, SHAREGPT_ROLES, ChatFormat, format_from, sample_profile
 
 __all__ = [
     "ALL_REASONS",
@@ -45,6 +45,7 @@ __all__ = [
     "phrase",
     "problem_of",
     "reason_rank",
+    "format_from",
     "sample_profile",
     "value_format",
 ]

@@ -39,7 +39,7 @@ import pyarrow as pa
 from .judge import Conversation, Rule, active_rules, first_code, judge
 from .options import with_options
 from .reference import problem_of
-from .spec import ChatFormat
+from .spec import ChatFormat, format_from
 from .values import is_blank
 
 _TEXT_TYPES = (
@@ -80,7 +80,7 @@ def check_batch(array: pa.Array | pa.ChunkedArray, **options: Any) -> pa.StringA
     >>> check_batch(pa.array(['[{"role": "user", "content": "Hi"}]', "[]", None])).to_pylist()
     [None, 'no_messages', 'not_messages']
     """
-    return check_array(array, ChatFormat(**options))
+    return check_array(array, format_from(**options))
 
 
 def check_array(array: pa.Array | pa.ChunkedArray, fmt: ChatFormat) -> pa.StringArray:

@@ -49,7 +49,7 @@ from .formats import (
 )
 from .judge import COMPLETION, PROMPT, WHOLE, judge
 from .messages import Read, image_total, messages_in, read_messages
-from .spec import ChatFormat
+from .spec import ChatFormat, format_from
 from .tools import declared_names
 from .values import blank_checker, common_prefix, same_value
 
@@ -167,7 +167,7 @@ def dataset_checks(
     names = _names(columns)
     if chat is not None and chat_options:
         raise TypeError("give chat= or the ChatFormat keyword arguments, not both")
-    fmt = chat if chat is not None else ChatFormat(**chat_options)
+    fmt = chat if chat is not None else format_from(**chat_options)
     if not isinstance(fmt, ChatFormat):
         raise TypeError(f"chat= must be a ChatFormat, not {type(fmt).__name__}")
     if format not in FORMATS:

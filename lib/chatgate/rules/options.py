@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import MISSING, dataclass, fields
 from typing import Any, TypeVar
 
-from .spec import ChatFormat
+from .spec import ChatFormat, format_from
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -61,7 +61,7 @@ def option_names() -> tuple[str, ...]:
 def split_options(arguments: dict[str, Any]) -> tuple[ChatFormat, dict[str, Any]]:
     """The ChatFormat of the option arguments among `arguments`, and the other arguments."""
     names = set(option_names())
-    fmt = ChatFormat(**{k: v for k, v in arguments.items() if k in names})
+    fmt = format_from(**{k: v for k, v in arguments.items() if k in names})
     return fmt, {k: v for k, v in arguments.items() if k not in names}
 
 

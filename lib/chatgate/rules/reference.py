@@ -7,7 +7,7 @@ from typing import Any
 from .judge import judge
 from .messages import messages_in, read_messages
 from .options import with_options
-from .spec import ChatFormat
+from .spec import ChatFormat, format_from
 from .values import (
     NOT_JSON,
     blank_checker,
@@ -32,7 +32,7 @@ def first_problem(value: Any, **options: Any) -> str | None:
     >>> first_problem([{"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Yo"}], sharegpt=True) is None
     True
     """
-    return problem_of(value, ChatFormat(**options))
+    return problem_of(value, format_from(**options))
 
 
 def problem_of(

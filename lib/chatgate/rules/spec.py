@@ -240,6 +240,20 @@ def sample_profile(**overrides: Any) -> ChatFormat:
     return replace(base, **overrides) if overrides else base
 
 
+def format_from(**given: Any) -> ChatFormat:
+    """The ChatFormat of the options given: a profile's own defaults first, the options given over them.
+
+    Every entry point (Python, YAML, flags) builds its format here, so a profile means
+    the same everywhere.
+
+    >>> format_from(profile="sample").alternate, format_from(profile="sample", alternate=True).alternate
+    (False, True)
+    """
+    if given.get("profile") == "sample":
+        return sample_profile(**{k: v for k, v in given.items() if k != "profile"})
+    return ChatFormat(**given)
+
+
 def _role_tuple(roles: object) -> tuple[str, ...]:
     if isinstance(roles, (str, bytes)) or not isinstance(roles, Sequence):
         raise TypeError(
