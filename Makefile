@@ -11,6 +11,7 @@ PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help setup jars run test test-all fuzz bench bench-large lint dist clean
+.PHONY: airflow-env airflow-test
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -36,10 +37,10 @@ jars: $(JARS_STAMP) ## Fetch Delta Lake's Spark jars from Maven Central into .ca
 run: setup ## Build a sample lakehouse, run the job on the embedded default, query the quarantine
 	$(PY) -m chatgate.demo
 
-test: setup jars ## Run the test suite (Spark tests included)
+test: setup jars airflow-env ## Run the test suite (Spark tests included)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-test-all: setup jars ## Run every test, the slow ones too
+test-all: setup jars airflow-env ## Run every test, the slow ones too
 	$(PY) -m pytest -m '' $(PYTEST_ARGS)
 
 fuzz: setup jars ## Fuzz the job on both engines: 100 drawn tables each (about 15 minutes; CHATGATE_FUZZ_EXAMPLES=N for more)
@@ -51,6 +52,24 @@ bench: setup jars ## Benchmark the jobs against the baselines at 1M rows
 bench-large: setup jars ## Benchmark at 5M rows (30% duplicates, one run: for scale and memory)
 	$(PY) -m bench.run --rows 5000000 --dups 0.3 --repeats 1
 
+# Apache Airflow in its own environment (its pins don't constrain .venv), with chatgate in it:
+# tests/test_dag.py runs the example DAG in dags/ there.
+AIRFLOW_VENV := .venv-airflow
+AIRFLOW_STAMP := $(AIRFLOW_VENV)/.installed
+AIRFLOW_CONSTRAINTS := tests/airflow-constraints.txt
+
+$(AIRFLOW_STAMP): pyproject.toml $(AIRFLOW_CONSTRAINTS)
+	$(PYTHON) -m venv $(AIRFLOW_VENV)
+	$(AIRFLOW_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(AIRFLOW_VENV)/bin/python -m pip install --quiet -c $(AIRFLOW_CONSTRAINTS) \
+	  apache-airflow==3.3.2 apache-airflow-providers-apache-spark==6.3.4 -e '.[duckdb]'
+	touch $@
+
+airflow-env: $(AIRFLOW_STAMP) ## Create .venv-airflow: Apache Airflow 3 with the Spark provider and chatgate (once)
+
+airflow-test: setup airflow-env ## Test the example DAG (dags/chatgate_dag.py) in Airflow (part of make test)
+	$(PY) -m pytest tests/test_dag.py $(PYTEST_ARGS)
+
 LINT_STAMP := $(VENV)/.lint-installed
 
 $(LINT_STAMP): $(STAMP)
@@ -58,7 +77,7 @@ $(LINT_STAMP): $(STAMP)
 	touch $@
 
 lint: $(LINT_STAMP) ## Lint with ruff (style, complexity <= 15) and mypy (strict on lib/)
-	$(VENV)/bin/ruff check lib tests jobs bench
+	$(VENV)/bin/ruff check lib tests jobs bench dags
 	$(VENV)/bin/mypy
 
 DIST_VENV := build/dist-venv
