@@ -29,7 +29,10 @@ def _scratch(base: Path, name: str) -> Path:
     return path
 
 
-def job(engine: str, source: str, base: Path, *, dedup: str = "auto", backend=None, valid: bool = False) -> int:
+def job(
+    engine: str, source: str, base: Path, *, dedup: str = "auto", backend=None, valid: bool = False,
+    threads: int | None = None,
+) -> int:
     """The chatgate job end to end: read, check, write the quarantine and the summary.
 
     The baselines write the failing rows only, so by default the job writes no
@@ -48,6 +51,7 @@ def job(engine: str, source: str, base: Path, *, dedup: str = "auto", backend=No
             "dedup": dedup,
             "outputs": outputs,
             "run_id": "bench",
+            **({"embedded": {"threads": threads}} if threads else {}),
         },
         {},
     )

@@ -7,8 +7,8 @@ new option is then tried from Python, YAML, the command line and Airflow.
 from __future__ import annotations
 
 import argparse
-import json
 import inspect
+import json
 
 import pyarrow as pa
 import pytest
@@ -124,9 +124,9 @@ SAMPLE_LETS_THROUGH = [
 def test_a_profile_means_the_same_in_python_yaml_and_flags(tmp_path):
     """The sample profile lets these through everywhere; an option given explicitly overrides it everywhere."""
     from deltalake import write_deltalake
-    from job_helpers import read_delta
 
     from chatgate.job.runner import run
+    from job_helpers import read_delta
 
     source = str(tmp_path / "chats")
     write_deltalake(source, pa.table({"messages": SAMPLE_LETS_THROUGH}))

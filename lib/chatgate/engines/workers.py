@@ -1,10 +1,14 @@
 """The check on every core: worker processes fed Arrow batches, codes given back in order.
 
 The Python check holds the GIL, so one process checks on one core. `CheckPool`
-starts worker processes (`python -m chatgate.engines.workers`), hands each
-batch to the next worker in turn as an Arrow IPC stream on its stdin, and reads
-the codes back from its stdout; `CheckPool.codes` yields them in the order of
-the batches, so verdicts, counts and reason orders are those of one process.
+starts worker processes (`python -m chatgate.engines.workers`) and hands each
+batch to the next worker in turn: the batch is written once, as an Arrow IPC
+file, to shared memory (/dev/shm where there is one), and its path goes down the
+worker's stdin; the worker maps it without a copy, checks it, deletes it, and
+writes the codes back on its stdout. (Sending the batches themselves through the
+pipes cost more CPU than the check.) `CheckPool.codes` yields the codes in the
+order of the batches, so verdicts, counts and reason orders are those of one
+process.
 
 Workers are fresh interpreters, never forks: the parent runs DuckDB's threads
 (or Spark's), which a fork would copy in whatever state they are. They import
@@ -20,6 +24,7 @@ import queue
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -49,7 +54,8 @@ class CheckPool:
         if workers < 1:
             raise ValueError(f"workers must be 1 or more, not {workers}")
         self._check = pickle.dumps(check)
-        self._workers = [_Worker(self._check) for _ in range(workers)]
+        self._folder = tempfile.TemporaryDirectory(prefix="chatgate-batches-", dir=_shared_memory())
+        self._workers = [_Worker(self._check, Path(self._folder.name)) for _ in range(workers)]
 
     def codes(self, items: Iterable[tuple[T, pa.RecordBatch]]) -> Iterator[tuple[T, pa.Array]]:
         """For each (payload, batch), in order: the payload and the codes of the batch."""
@@ -68,6 +74,7 @@ class CheckPool:
     def close(self) -> None:
         for worker in self._workers:
             worker.close()
+        self._folder.cleanup()
 
     def __enter__(self) -> CheckPool:
         return self
@@ -79,7 +86,9 @@ class CheckPool:
 class _Worker:
     """One worker process, its input stream, and a thread draining its codes into a queue."""
 
-    def __init__(self, check: bytes) -> None:
+    def __init__(self, check: bytes, folder: Path) -> None:
+        self.folder = folder
+        self.sent = 0
         package_root = str(Path(__file__).resolve().parents[2])
         path = os.environ.get("PYTHONPATH")
         env = {**os.environ, "PYTHONPATH": package_root + (os.pathsep + path if path else "")}
@@ -90,7 +99,6 @@ class _Worker:
         assert self.process.stdin is not None and self.process.stdout is not None
         self.stdin: IO[bytes] = self.process.stdin
         self.stdin.write(_HEADER.pack(len(check)) + check)
-        self.writer: pa.ipc.RecordBatchStreamWriter | None = None
         self.results: queue.Queue[Any] = queue.Queue()
         self.errors: list[str] = []
         threading.Thread(target=self._drain, args=(self.process.stdout,), daemon=True).start()
@@ -98,10 +106,12 @@ class _Worker:
         threading.Thread(target=self._keep_errors, args=(self.process.stderr,), daemon=True).start()
 
     def send(self, batch: pa.RecordBatch) -> None:
+        path = self.folder / f"{self.process.pid}-{self.sent}.arrow"
+        self.sent += 1
+        with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, batch.schema) as writer:
+            writer.write_batch(batch)
         try:
-            if self.writer is None:
-                self.writer = pa.ipc.new_stream(self.stdin, batch.schema)
-            self.writer.write_batch(batch)
+            self.stdin.write(str(path).encode("utf-8") + b"\n")
             self.stdin.flush()
         except (BrokenPipeError, OSError):
             raise self._failure() from None
@@ -114,8 +124,6 @@ class _Worker:
 
     def close(self) -> None:
         try:
-            if self.writer is not None:
-                self.writer.close()
             self.stdin.close()
         except (BrokenPipeError, OSError):
             pass
@@ -147,20 +155,27 @@ class _Worker:
 
 
 def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
-    """A worker's loop: read the check, then judge each batch of stdin and write its codes to stdout."""
+    """A worker's loop: read the check, then judge each batch whose path comes on stdin; codes to stdout."""
     (size,) = _HEADER.unpack(stdin.read(_HEADER.size))
     check: RowCheck = pickle.loads(stdin.read(size))
-    try:
-        batches = pa.ipc.open_stream(stdin)
-    except pa.ArrowInvalid:  # closed before any batch: nothing to judge
-        return
     with pa.ipc.new_stream(stdout, CODES) as writer:
-        for batch in batches:
-            codes = check.check(batch)
-            if isinstance(codes, pa.ChunkedArray):
-                codes = codes.combine_chunks()
-            writer.write_batch(pa.record_batch([codes.cast(pa.string())], schema=CODES))
+        for line in stdin:
+            path = line.decode("utf-8").rstrip("\n")
+            with pa.memory_map(path) as source:
+                batch = pa.ipc.open_file(source).get_batch(0)
+                codes = check.check(batch)
+                if isinstance(codes, pa.ChunkedArray):
+                    codes = codes.combine_chunks()
+                codes = codes.cast(pa.string())
+                del batch
+            os.unlink(path)
+            writer.write_batch(pa.record_batch([codes], schema=CODES))
             stdout.flush()
+
+
+def _shared_memory() -> str | None:
+    """Where batches are written for the workers: memory, where the system has a folder for it."""
+    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
 
 
 if __name__ == "__main__":

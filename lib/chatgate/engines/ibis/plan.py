@@ -52,6 +52,7 @@ class _Plan:
     join_on: str
     single: bool
     na_pass: bool = True
+    byte_lengths: bool = False  # DuckDB: strlen (bytes, read from the string's header) for LENGTH (characters, a scan)
 
     def read(self, table: ibis.Table) -> list[ibis.Value]:
         """The check's columns of `table`, as judged (JSON read as its text)."""
@@ -65,7 +66,8 @@ class _Plan:
         return ibis.struct({f"c{i}": value for i, value in enumerate(values)})
 
     def keys(self, values: list[ibis.Value]) -> tuple[ibis.Value, ibis.Value]:
-        return _keys(values[0]) if self.single else _tuple_keys(values)
+        length = _strlen if self.byte_lengths else _char_length
+        return _keys(values[0], length) if self.single else _tuple_keys(values, length)
 
     def digests(self, arrays: list[pa.Array]) -> pa.StringArray:
         """The SHA-256 (hex) of each failing tuple, in Python."""
@@ -109,7 +111,9 @@ def _make_plan(
         # a date, a struct without messages is not_messages), as on every engine.
         kind = _part_kind(table, check.column, backend)
         join_on = _join_on(kind, backend, asked)
-        return _Plan(columns, (kind,), join_on, single=True, na_pass=check.fmt.na_pass)
+        return _Plan(
+            columns, (kind,), join_on, single=True, na_pass=check.fmt.na_pass, byte_lengths=backend.name == "duckdb"
+        )
     kinds = tuple(_part_kind(table, column, backend) for column in columns)
     hashable = (
         "text" in kinds and all(kind in _DIGESTED for kind in kinds) and _has_hash_ops(backend)
@@ -122,7 +126,7 @@ def _make_plan(
             "use join_on='value' or 'auto'"
         )
     join_on = "hash" if hashable and asked != "value" else "value"
-    return _Plan(columns, kinds, join_on, single=False)
+    return _Plan(columns, kinds, join_on, single=False, byte_lengths=backend.name == "duckdb")
 
 
 def _join_on(kind: str, backend: ibis.BaseBackend, asked: JoinOn) -> str:
@@ -192,19 +196,34 @@ def _has_hash_ops(backend: ibis.BaseBackend) -> bool:
         return False
 
 
-def _keys(value: ibis.Value) -> tuple[ibis.Value, ibis.Value]:
+@ibis.udf.scalar.builtin(name="strlen")  # type: ignore[untyped-decorator]
+def _duckdb_strlen(value: str) -> int:  # type: ignore[empty-body]
+    """DuckDB's byte length of a text."""
+
+
+def _strlen(value: ibis.Value) -> ibis.Value:
+    return _duckdb_strlen(value)
+
+
+def _char_length(value: ibis.Value) -> ibis.Value:
+    return value.length()
+
+
+def _keys(value: ibis.Value, length: Callable[[ibis.Value], ibis.Value]) -> tuple[ibis.Value, ibis.Value]:
     """The key of each value: its backend hash and its length (SHA-256 settles the rest)."""
-    return value.hash(), value.length().cast(dt.int64)
+    return value.hash(), length(value).cast(dt.int64)
 
 
-def _tuple_keys(values: list[ibis.Value]) -> tuple[ibis.Value, ibis.Value]:
+def _tuple_keys(
+    values: list[ibis.Value], length: Callable[[ibis.Value], ibis.Value]
+) -> tuple[ibis.Value, ibis.Value]:
     """The key of each tuple: the hash of the struct of its values and the sum of its text lengths.
 
     A null hashes too (as a null field of the struct), so tuples with nulls have keys.
     """
     k1 = ibis.struct({f"c{i}": value for i, value in enumerate(values)}).hash()
     lengths = [
-        value.length().cast(dt.int64).fill_null(-1) for value in values if value.type().is_string()
+        length(value).cast(dt.int64).fill_null(-1) for value in values if value.type().is_string()
     ]
     kl = functools.reduce(lambda a, b: a + b, lengths) if lengths else ibis.literal(0, dt.int64)
     return k1, kl.cast(dt.int64)
