@@ -19,7 +19,7 @@ import logging
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, TypeVar
 
@@ -30,6 +30,7 @@ from ..names import CHECKED_AT, COLUMN, JOB_RESERVED, REASON, RUN_ID, STEP, STEP
 from ..pipeline import judge_step, preflight
 from ..rules import RowCheck
 from .config import JobConfig
+from .hints import run_hints
 from .outputs import SUMMARY_RUN_ID, SUMMARY_SCHEMA, StepResult, summary_table
 
 log = logging.getLogger("chatgate.job")
@@ -58,6 +59,7 @@ class RunResult:
     steps: list[StepResult]
     quarantined: int
     valid: int | None
+    hints: list[str] = field(default_factory=list)
 
     @property
     def exit_status(self) -> int:
@@ -152,6 +154,11 @@ def run(config: JobConfig, engine: LakehouseEngine | None = None) -> RunResult:
         )
     _check_targets(engine, outputs, config.outputs.summary)
     counts = _write_outputs(engine, config, outputs, results, started_at, source_version)
+    try:
+        hints = run_hints(engine, annotated, results, checks)
+    except Exception:  # noqa: BLE001 - the run is written; a hint that can't be made is only logged
+        log.exception("could not look for a better option to suggest")
+        hints = []
     return RunResult(
         config=config,
         started_at=started_at,
@@ -160,6 +167,7 @@ def run(config: JobConfig, engine: LakehouseEngine | None = None) -> RunResult:
         steps=results,
         quarantined=counts["quarantine"],
         valid=counts.get("valid"),
+        hints=hints,
     )
 
 

@@ -46,6 +46,7 @@ def format_summary(result: RunResult) -> str:
         lines.append(f"valid:      {c.outputs.valid} ({_rows(result.valid)})")
     status = result.exit_status
     lines.append(f"status: {status} ({STATUS_TEXT[status]})")
+    lines += result.hints
     return "\n".join(lines)
 
 
