@@ -35,6 +35,13 @@ VALUES = {
     "sharegpt": (True, ["--sharegpt"]),
     "text_key": ("value", ["--text-key", "value"]),
     "image_token": ("<image>", ["--image-token", "<image>"]),
+    "min_messages": (2, ["--min-messages", "2"]),
+    "require_roles": (("assistant",), ["--require-roles", "assistant"]),
+    "content_types": ("text", ["--content-types", "text"]),
+    "weight_key": ("weight", ["--weight-key", "weight"]),
+    "allowed_keys": (("name", "weight"), ["--allowed-keys", "name,weight"]),
+    "role_map": ({"human": "user", "gpt": "assistant"}, ["--role-map", "human=user,gpt=assistant"]),
+    "legacy_functions": (True, ["--legacy-functions"]),
     "profile": ("sample", ["--profile", "sample"]),
 }
 NAMES = [o.name for o in chat_options()]

@@ -901,7 +901,8 @@ VISION_EXAMPLES = examples(
 # --- The sample profile ----------------------------------------------------------------
 
 SAMPLE = {"chat": sample_profile()}
-SAMPLE_STRICT = {"profile": "sample"}  # the rules of the profile, with the core's defaults
+# The rules of the profile, with the core's defaults given explicitly over the profile's own.
+SAMPLE_STRICT = {"profile": "sample", "alternate": True, "allow_empty": False}
 
 PROFILE_EXAMPLES = examples(
     ("system-user-assistant", {"messages": [S, U, A]}, LM, SAMPLE, None),
@@ -1004,8 +1005,11 @@ def test_examples_run_in_both_forms():
 def test_every_new_code_has_an_example():
     # tool codes are in tests/test_rules_tools.py
     tools = {"bad_tool_call", "bad_tools", "orphan_tool", "unknown_tool"}
+    # the trainers' row rules are in tests/test_rules_trainers.py
+    trainers = {"too_few_messages", "unknown_key", "bad_content_type", "bad_weight"}
+    trainers |= {"bad_function_call", "missing_role"}
     codes = {param.values[3] for param in ALL}
-    assert set(EXTENDED_REASONS) - tools <= codes
+    assert set(EXTENDED_REASONS) - tools - trainers <= codes
     assert set(REASONS) <= codes
 
 
@@ -1457,8 +1461,16 @@ EXTENDED_PHRASES = {
     ),
     "not_text": ("has a field that isn't text", "have a field that isn't text"),
     "not_label": ("has a label that isn't true or false", "have a label that isn't true or false"),
+    "too_few_messages": ("has too few messages", "have too few messages"),
     "empty_text": ("has an empty text field", "have an empty text field"),
+    "unknown_key": ("has a message key that isn't allowed", "have a message key that isn't allowed"),
+    "bad_content_type": (
+        "has a content of a kind that isn't allowed",
+        "have a content of a kind that isn't allowed",
+    ),
+    "bad_weight": ("has a weight that isn't 0 or 1", "have a weight that isn't 0 or 1"),
     "bad_tool_call": ("has a malformed tool call", "have a malformed tool call"),
+    "bad_function_call": ("has a malformed function call", "have a malformed function call"),
     "bad_thinking": (
         "has thinking that isn't the assistant's text",
         "have thinking that isn't the assistant's text",
@@ -1476,6 +1488,7 @@ EXTENDED_PHRASES = {
         "lacks a user turn or an assistant turn",
         "lack a user turn or an assistant turn",
     ),
+    "missing_role": ("lacks a required role", "lack a required role"),
     "prompt_end": (
         "has a prompt that doesn't end with a user turn",
         "have a prompt that doesn't end with a user turn",

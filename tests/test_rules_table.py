@@ -52,8 +52,13 @@ SETTINGS = settings(
 
 TABLE_CODES = [
     "no_messages",
+    "too_few_messages",
     "bad_message",
+    "unknown_key",
+    "bad_content_type",
+    "bad_weight",
     "bad_tool_call",
+    "bad_function_call",
     "bad_thinking",
     "bad_tools",
     "tool_turn",
@@ -61,6 +66,7 @@ TABLE_CODES = [
     "system_position",
     "developer_position",
     "missing_turn",
+    "missing_role",
     "first_role",
     "prompt_end",
     "completion_role",
@@ -84,9 +90,14 @@ def test_all_reasons_is_the_table_order_with_the_codes_decided_elsewhere():
         "not_text",
         "not_label",
         "no_messages",
+        "too_few_messages",
         "empty_text",
         "bad_message",
+        "unknown_key",
+        "bad_content_type",
+        "bad_weight",
         "bad_tool_call",
+        "bad_function_call",
         "bad_thinking",
         "bad_tools",
         "tool_turn",
@@ -94,6 +105,7 @@ def test_all_reasons_is_the_table_order_with_the_codes_decided_elsewhere():
         "system_position",
         "developer_position",
         "missing_turn",
+        "missing_role",
         "first_role",
         "prompt_end",
         "completion_role",
@@ -132,7 +144,17 @@ def test_switches_are_named_once():
     assert used == set(SWITCHES)
     fmt = ChatFormat(tools=True, harmony=True, first_role="user", last_role="assistant")
     everything = switches(fmt, WHOLE, extras=True, declared=True, images=True)
-    assert everything == set(SWITCHES) - {"profile", "prompt", "completion"}
+    row_options = {"min_messages", "allowed_keys", "content_types", "weight_key", "legacy_functions", "require_roles"}
+    assert everything == set(SWITCHES) - {"profile", "prompt", "completion"} - row_options
+    trainer = ChatFormat(
+        min_messages=2,
+        allowed_keys=["weight"],
+        content_types="text",
+        weight_key="weight",
+        legacy_functions=True,
+        require_roles=["assistant"],
+    )
+    assert switches(trainer, WHOLE) >= row_options
     assert switches(sample_profile(), PROMPT) == {
         "profile",
         "system_role",
@@ -283,7 +305,10 @@ def test_the_strict_path_splits_the_table():
 def test_only_empty_content_reads_the_contents():
     # The strict path remembers the verdict of the other rules per sequence of roles,
     # and tests blank contents as `is_blank` does for strings.
-    assert [rule.code for rule in RULES if rule.reads_contents] == ["empty_content"]
+    # (`bad_content_type` reads them too, but only with content_types= set, which takes
+    # the general path: the strict path never holds it.)
+    assert [rule.code for rule in RULES if rule.reads_contents] == ["bad_content_type", "empty_content"]
+    assert not ChatFormat(content_types="text").is_core
 
 
 class Untouchable:

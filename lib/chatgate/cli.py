@@ -16,7 +16,7 @@ from .engines.base import DEDUP_MODES
 from .errors import ChatgateError, ConfigError
 from .job.config import DEFAULT_MEMORY_LIMIT, ENGINES, load_config
 from .rules import FORMATS
-from .rules.options import chat_options
+from .rules.options import chat_options, kind_of
 
 EXIT_USAGE = 2  # a bad flag, config key or column, as argparse does
 EXIT_FAILURE = 1  # the job itself failed: unreadable source, write error, ...
@@ -81,9 +81,10 @@ def add_check_flags(p: argparse.ArgumentParser) -> None:
         if isinstance(option.default, bool):
             p.add_argument(option.flag, dest=option.name, action=argparse.BooleanOptionalAction, default=None,
                            help=f"{option.help} (default: {'yes' if option.default else 'no'})")
-        elif isinstance(option.default, tuple):
+        elif kind_of(option) in ("list", "map"):
+            default = ",".join(option.default) if option.default else "none"
             p.add_argument(option.flag, dest=option.name, metavar=f"{option.metavar},...",
-                           help=f"{option.help}, comma-separated (default: {','.join(option.default)})")
+                           help=f"{option.help}, comma-separated (default: {default})")
         else:
             default = "" if option.default is None else f" (default: {option.default})"
             p.add_argument(option.flag, dest=option.name, choices=option.choices,

@@ -29,6 +29,7 @@ from ..rules import (
     dataset_checks,
     format_from,
 )
+from ..rules.options import chat_options, from_text, kind_of
 from ..thresholds import Thresholds
 
 ENGINES = ("duckdb", "spark")
@@ -351,10 +352,12 @@ def _fmt(params: dict[str, Any], where: str) -> ChatFormat:
     unknown = set(params) - set(_CHECK_KEYS)
     if unknown:
         raise ConfigError(f"{where}: unknown check key {sorted(unknown)[0]!r}; known keys: {list(_CHECK_KEYS)}")
-    if isinstance(params.get("roles"), str):
-        params = {**params, "roles": [r.strip() for r in params["roles"].split(",") if r.strip()]}
     given = {k: v for k, v in params.items() if v is not None}
     try:
+        # A flag's text (or a YAML string) given to a list, map or number option is read as it.
+        for option in chat_options():
+            if isinstance(given.get(option.name), str) and kind_of(option) != "text":
+                given[option.name] = from_text(option, given[option.name])
         return format_from(**given)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: {exc}") from None

@@ -4,7 +4,7 @@ The order is the contract: the reported code of a conversation (or of a row of a
 dataset type) is the first one in `ALL_REASONS` that applies anywhere in it.
 
 `REASONS` are the nine codes of the core check, in their order. The options
-(tool calling, Harmony, ShareGPT, the sample profile, vision) and the dataset
+(tool calling, Harmony, ShareGPT, the profiles and the trainers' row rules, vision) and the dataset
 types add `EXTENDED_REASONS`. `ALL_REASONS` interleaves both into one order, most
 fundamental problem first; the nine core codes keep their relative order, and
 none of the other codes is produced while the options are off.
@@ -21,9 +21,14 @@ standard-format codes, `not_label`) or by comparing two values of a row
 | not_text | dataset types | a standard-format field isn't a string (or is missing) |
 | not_label | unpaired preference | `label` isn't true or false |
 | no_messages | core | the list is empty |
+| too_few_messages | min_messages= | fewer messages than `min_messages=` |
 | empty_text | dataset types | a standard-format string is empty or only whitespace |
 | bad_message | core | a message isn't a mapping with a string role |
+| unknown_key | allowed_keys= | a message holds a key outside `allowed_keys=` (and the role and content keys) |
+| bad_content_type | content_types= | a content that isn't a string (`"text"`), or neither a string nor a list of content parts (`"text_or_parts"`) |
+| bad_weight | weight_key= | a message's weight isn't the integer 0 or 1 |
 | bad_tool_call | tools=True | `tool_calls` isn't a list of `{"type": "function", "function": {"name", "arguments"}}` on an assistant message |
+| bad_function_call | legacy_functions=True | a `function_call` isn't a mapping with a name, or is on a message that isn't the assistant's |
 | bad_thinking | harmony=True / thinking_key= | a thinking value on a message that isn't the assistant's, or one that isn't a string |
 | bad_tools | tools column | the row's `tools` isn't a list of function schemas |
 | tool_turn | profile="sample" | a tool or function turn, or an assistant message with tool calls |
@@ -31,6 +36,7 @@ standard-format codes, `not_label`) or by comparing two values of a row
 | system_position | core | a system message that isn't first |
 | developer_position | harmony=True | a developer message that isn't at the start (after an optional system message), or a second one |
 | missing_turn | profile="sample" | no user turn or no assistant turn |
+| missing_role | require_roles= | a role of `require_roles=` never appears |
 | first_role | core | the first turn has the wrong role |
 | prompt_end | dataset types | a conversational prompt doesn't end with a user turn (or a tool turn when tools=True) |
 | completion_role | dataset types | a completion, chosen or rejected value holds a turn that isn't the assistant's (or a tool's when tools=True) |
@@ -64,13 +70,19 @@ EXTENDED_REASONS: tuple[str, ...] = (
     "mixed_format",
     "not_text",
     "not_label",
+    "too_few_messages",
     "empty_text",
+    "unknown_key",
+    "bad_content_type",
+    "bad_weight",
     "bad_tool_call",
+    "bad_function_call",
     "bad_thinking",
     "bad_tools",
     "tool_turn",
     "developer_position",
     "missing_turn",
+    "missing_role",
     "prompt_end",
     "completion_role",
     "orphan_tool",
@@ -86,9 +98,14 @@ ALL_REASONS: tuple[str, ...] = (
     "not_text",
     "not_label",
     "no_messages",
+    "too_few_messages",
     "empty_text",
     "bad_message",
+    "unknown_key",
+    "bad_content_type",
+    "bad_weight",
     "bad_tool_call",
+    "bad_function_call",
     "bad_thinking",
     "bad_tools",
     "tool_turn",
@@ -96,6 +113,7 @@ ALL_REASONS: tuple[str, ...] = (
     "system_position",
     "developer_position",
     "missing_turn",
+    "missing_role",
     "first_role",
     "prompt_end",
     "completion_role",
@@ -139,6 +157,15 @@ PHRASES: dict[str, tuple[str, str]] = {
     "not_label": ("has a label that isn't true or false", "have a label that isn't true or false"),
     "empty_text": ("has an empty text field", "have an empty text field"),
     "bad_tool_call": ("has a malformed tool call", "have a malformed tool call"),
+    "too_few_messages": ("has too few messages", "have too few messages"),
+    "unknown_key": ("has a message key that isn't allowed", "have a message key that isn't allowed"),
+    "bad_content_type": (
+        "has a content of a kind that isn't allowed",
+        "have a content of a kind that isn't allowed",
+    ),
+    "bad_weight": ("has a weight that isn't 0 or 1", "have a weight that isn't 0 or 1"),
+    "bad_function_call": ("has a malformed function call", "have a malformed function call"),
+    "missing_role": ("lacks a required role", "lack a required role"),
     "bad_thinking": (
         "has thinking that isn't the assistant's text",
         "have thinking that isn't the assistant's text",

@@ -318,8 +318,8 @@ class DatasetCheck(RowCheck):
                 codes.add("image_count")
             if kind == PROMPT_ONLY and self.fmt.last_role is not None:
                 codes.discard("last_role")
-            if self.fmt.profile is not None and kind == PROMPT_ONLY:
-                codes.discard("missing_turn")
+            if kind == PROMPT_ONLY:  # a prompt alone is never judged as a whole conversation
+                codes -= {"missing_turn", "too_few_messages", "missing_role"}
         return tuple(code for code in ALL_REASONS if code in codes)
 
     def describe(self) -> str:

@@ -22,7 +22,8 @@ around its codes, whose order is the table's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from numbers import Integral
 from operator import eq
 from typing import Any, NamedTuple
 
@@ -94,15 +95,49 @@ def no_messages(c: Conversation) -> bool:
     return not c.roles
 
 
+def too_few_messages(c: Conversation) -> bool:
+    """Refuses a conversation of fewer messages than `min_messages=`."""
+    least: int = c.fmt.min_messages  # type: ignore[assignment]  # set: the rule's switch is on
+    return len(c.roles) < least
+
+
 def bad_message(c: Conversation) -> bool:
     """Refuses a message that isn't a mapping with a string role."""
     return BAD in c.roles  # identity first: no string equals the BAD marker
+
+
+def unknown_key(c: Conversation) -> bool:
+    """Refuses a message holding a key outside `allowed_keys=` (the role and content keys aside)."""
+    return any(x.unknown_key for x in c.extras)
+
+
+def bad_content_type(c: Conversation) -> bool:
+    """Refuses a content of a kind `content_types=` doesn't allow: not a string ("text"), or
+    neither a string nor a list of content parts ("text_or_parts"). A missing or null
+    content is no content, `empty_content`'s to judge."""
+    parts = c.fmt.content_types == "text_or_parts"
+    return not all(_content_kind_ok(content, parts) for content in c.contents)
+
+
+def bad_weight(c: Conversation) -> bool:
+    """Refuses a value under `weight_key=` that isn't the integer 0 or 1 (true and false
+    are refused: JSON Schema's integers are not booleans)."""
+    return not all(x.weight is MISSING or _is_zero_or_one(x.weight) for x in c.extras)
 
 
 def bad_tool_call(c: Conversation) -> bool:
     """Refuses malformed `tool_calls`, and tool calls on a message that isn't the assistant's."""
     return any(
         x.calls is BAD or (x.calls is not None and role != "assistant")
+        for role, x in zip(c.roles, c.extras)
+    )
+
+
+def bad_function_call(c: Conversation) -> bool:
+    """Refuses a legacy `function_call` that isn't a mapping with a name, or one on a message
+    that isn't the assistant's."""
+    return any(
+        x.function_call is BAD or (x.function_call is not None and role != "assistant")
         for role, x in zip(c.roles, c.extras)
     )
 
@@ -148,6 +183,12 @@ def missing_turn(c: Conversation) -> bool:
     """Refuses a conversation without a user turn or without an assistant turn."""
     turns = c.turns
     return not ("user" in turns and "assistant" in turns)
+
+
+def missing_role(c: Conversation) -> bool:
+    """Refuses a conversation in which a role of `require_roles=` never appears."""
+    roles = c.roles
+    return not all(role in roles for role in c.fmt.require_roles)
 
 
 def first_role(c: Conversation) -> bool:
@@ -223,6 +264,11 @@ def empty_content(c: Conversation) -> bool:
     an image or text). With tools=True, an assistant message with tool calls may
     have none."""
     is_blank = c.is_blank
+    if c.fmt.legacy_functions and c.extras is not None:
+        return any(
+            is_blank(content) and not x.calls and x.function_call is not True
+            for content, x in zip(c.contents, c.extras)
+        )
     if c.fmt.tools and c.extras is not None:
         return any(is_blank(content) and not x.calls for content, x in zip(c.contents, c.extras))
     return any(map(is_blank, c.contents))
@@ -232,6 +278,20 @@ def image_count(c: Conversation) -> bool:
     """Refuses image parts that don't add up to the number of the row's images."""
     images = c.images
     return images is BAD or images != sum(x.images for x in c.extras)
+
+
+def _content_kind_ok(content: Any, parts: bool) -> bool:
+    from .values import is_missing, is_sequence  # values imports this module's markers
+
+    if content is MISSING or isinstance(content, str) or is_missing(content):
+        return True
+    if not parts or not is_sequence(content):
+        return False
+    return all(isinstance(part, Mapping) and isinstance(part.get("type"), str) for part in content)
+
+
+def _is_zero_or_one(value: Any) -> bool:
+    return isinstance(value, Integral) and not isinstance(value, bool) and value in (0, 1)
 
 
 def _answers(extra: Any, calls: Sequence[Any]) -> bool:
@@ -262,8 +322,13 @@ def _rule(applies: Callable[[Conversation], bool], *when: str, reads_contents: b
 
 RULES: tuple[Rule, ...] = (
     _rule(no_messages),
+    _rule(too_few_messages, "min_messages", "whole"),
     _rule(bad_message),
+    _rule(unknown_key, "allowed_keys", "extras"),
+    _rule(bad_content_type, "content_types", reads_contents=True),
+    _rule(bad_weight, "weight_key", "extras"),
     _rule(bad_tool_call, "tools", "extras"),
+    _rule(bad_function_call, "legacy_functions", "extras"),
     _rule(bad_thinking, "thinking", "extras"),
     _rule(bad_tools, "declared"),
     _rule(tool_turn, "profile", "extras"),
@@ -271,6 +336,7 @@ RULES: tuple[Rule, ...] = (
     _rule(system_position, "system_role"),
     _rule(developer_position, "harmony"),
     _rule(missing_turn, "profile", "whole"),
+    _rule(missing_role, "require_roles", "whole"),
     _rule(first_role, "first_role", "not_completion"),
     _rule(prompt_end, "prompt"),
     _rule(completion_role, "completion"),
@@ -284,6 +350,12 @@ RULES: tuple[Rule, ...] = (
 """Every rule of a conversation, in `codes.ALL_REASONS` order."""
 
 SWITCHES: tuple[str, ...] = (
+    "min_messages",
+    "allowed_keys",
+    "content_types",
+    "weight_key",
+    "legacy_functions",
+    "require_roles",
     "tools",
     "thinking",
     "profile",
@@ -315,9 +387,15 @@ def switches(
     """The switches that are on for `fmt`, a `part`, and the inputs given (extras, the
     row's declared functions, the row's images)."""
     on = {
+        "min_messages": fmt.min_messages is not None,
+        "allowed_keys": fmt.allowed_keys is not None,
+        "content_types": fmt.content_types != "any",
+        "weight_key": fmt.weight_key is not None,
+        "legacy_functions": fmt.legacy_functions,
+        "require_roles": bool(fmt.require_roles),
         "tools": fmt.tools,
         "thinking": fmt.thinking is not None,
-        "profile": fmt.profile is not None,
+        "profile": fmt.profile == "sample",
         "harmony": fmt.harmony,
         "system_role": fmt.has_system,
         "first_role": fmt.first_role is not None,

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from .judge import BAD, MISSING
-from .spec import SHAREGPT_ROLES, ChatFormat
+from .spec import ChatFormat
 from .tools import identifier, parse_calls, sharegpt_calls
 from .values import is_missing, is_sequence
 
@@ -32,6 +32,13 @@ class Extra(NamedTuple):
     """The value under the thinking key, or MISSING (absent or null)."""
     images: int
     """How many images the content holds."""
+    unknown_key: bool = False
+    """Does the message hold a key outside `allowed_keys=` (with a value that isn't null)?"""
+    weight: Any = MISSING
+    """The value under `weight_key=`, or MISSING (absent, null, or no weight key)."""
+    function_call: Any = None
+    """With legacy_functions=True: the message's `function_call` as True (a mapping with a
+    string `name`), None (absent or null) or BAD."""
 
 
 class Read(NamedTuple):
@@ -90,7 +97,8 @@ def read_messages(messages: Sequence[Any], fmt: ChatFormat, *, extras: bool | No
     want = (not fmt.is_core) if extras is None else extras
     role_key, content_key = fmt.role_key, fmt.content_key
     thinking_key = fmt.thinking
-    read_calls = fmt.tools or fmt.profile is not None
+    read_calls = fmt.tools or fmt.profile == "sample"
+    aliases = fmt.role_aliases
     roles: list[Any] = []
     contents: list[Any] = []
     out: list[Extra] | None = [] if want else None
@@ -103,7 +111,7 @@ def read_messages(messages: Sequence[Any], fmt: ChatFormat, *, extras: bool | No
             continue
         source: Any = message.get(role_key, BAD)  # decoded JSON: a string, or anything else
         source = source if isinstance(source, str) else BAD
-        role = SHAREGPT_ROLES.get(source, source) if fmt.sharegpt and source is not BAD else source
+        role = aliases.get(source, source) if aliases is not None and source is not BAD else source
         content = message.get(content_key, MISSING)
         roles.append(role)
         if out is None:
@@ -124,9 +132,35 @@ def read_messages(messages: Sequence[Any], fmt: ChatFormat, *, extras: bool | No
                 _text(message.get("name")),
                 _thinking(message, thinking_key),
                 count_images(content, fmt),
+                *_row_option_fields(message, fmt),
             )
         )
     return Read(roles, contents, out)
+
+
+def _row_option_fields(message: Mapping[Any, Any], fmt: ChatFormat) -> tuple[bool, Any, Any]:
+    """The `Extra` fields of the trainers' row rules: unknown key, weight, function call.
+
+    A key with a null value counts as absent: a native Arrow struct holds every key
+    of every message of its column, null where a message has none.
+    """
+    if not fmt.has_row_options:
+        return (False, MISSING, None)
+    allowed = fmt.allowed_key_set
+    unknown = allowed is not None and any(
+        key not in allowed and not is_missing(value) for key, value in message.items()
+    )
+    weight = MISSING
+    if fmt.weight_key is not None:
+        weight = message.get(fmt.weight_key, MISSING)
+        weight = MISSING if weight is MISSING or is_missing(weight) else weight
+    function_call = None
+    if fmt.legacy_functions:
+        value = message.get("function_call")
+        if value is not None and not is_missing(value):
+            name = value.get("name") if isinstance(value, Mapping) else None
+            function_call = True if isinstance(name, str) and name else BAD
+    return (unknown, weight, function_call)
 
 
 def _thinking(message: Mapping[Any, Any], key: str | None) -> Any:

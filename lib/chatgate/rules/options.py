@@ -54,6 +54,44 @@ def chat_options() -> tuple[Option, ...]:
     return tuple(out)
 
 
+def kind_of(option: Option) -> str:
+    """How a flag's text is read for the option: "list", "map", "int" or "text" (as given).
+
+    >>> [kind_of(o) for o in chat_options() if o.name in ("roles", "role_map", "min_messages")]
+    ['list', 'int', 'map']
+    """
+    annotation = str(option.annotation)
+    for prefix, kind in (("tuple", "list"), ("dict", "map"), ("int", "int")):
+        if annotation.startswith(prefix):
+            return kind
+    return "text"
+
+
+def from_text(option: Option, text: str) -> Any:
+    """An option's value from its text on the command line (or a string in YAML): a list as
+    `a,b`, a map as `alias=role,alias=role`, a whole number as digits.
+
+    >>> from_text(next(o for o in chat_options() if o.name == "role_map"), "human=user, gpt=assistant")
+    {'human': 'user', 'gpt': 'assistant'}
+    """
+    kind = kind_of(option)
+    items = [item.strip() for item in text.split(",") if item.strip()]
+    if kind == "list":
+        return items
+    if kind == "map":
+        pairs = [item.partition("=") for item in items]
+        bad = [item for item, (_, eq, value) in zip(items, pairs) if not eq or not value.strip()]
+        if bad:
+            raise ValueError(f"{option.name}= must be written alias=role,...; {bad[0]!r} isn't")
+        return {key.strip(): value.strip() for key, _, value in pairs}
+    if kind == "int":
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError(f"{option.name}= must be a whole number, not {text!r}") from None
+    return text
+
+
 def option_names() -> tuple[str, ...]:
     return tuple(o.name for o in chat_options())
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -48,7 +48,30 @@ TOOL_ROLES: frozenset[str] = frozenset(
 )
 """Roles (and ShareGPT tags) of tool and function turns, refused by the sample profile."""
 
-PROFILES: tuple[str, ...] = ("sample",)
+PROFILES: tuple[str, ...] = ("sample", "openai", "together", "torchtune")
+
+CONTENT_TYPES: tuple[str, ...] = ("any", "text", "text_or_parts")
+"""What `content_types=` accepts: any content (the core check), strings only, or
+strings and lists of content parts."""
+
+FUNCTION_ROLE = "function"
+"""The role of a message that answers a legacy `function_call` (legacy_functions=True adds it)."""
+
+
+class RoleMap(dict[str, str]):
+    """A read-only mapping of role aliases, hashable so that a ChatFormat stays hashable
+    (formats are cache keys). It equals the plain dict it was made from."""
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(frozenset(self.items()))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (RoleMap, (dict(self),))
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("role_map= is read-only")
+
+    __setitem__ = __delitem__ = update = pop = popitem = clear = setdefault = _read_only
 
 
 def _option(default: Any, help: str, metavar: str | None = None, choices: tuple[str, ...] | None = None) -> Any:
@@ -113,11 +136,23 @@ class ChatFormat:
     sharegpt: bool = _option(False, "ShareGPT messages: from/value keys, human/gpt tags mapped to roles")
     text_key: str = _option("text", "the key of a text part's text in list contents", "KEY")
     image_token: str | None = _option(None, "a placeholder counted as one image in text, e.g. <image>", "TOKEN")
-    profile: str | None = _option(None, "a set of stricter rules", "NAME", choices=PROFILES)
+    min_messages: int | None = _option(None, "the fewest messages a conversation may have", "N")
+    require_roles: tuple[str, ...] = _option((), "roles that must each appear at least once", "ROLE")
+    content_types: str = _option(
+        "any", "the contents allowed: any, text (strings only) or text_or_parts", "KIND", choices=CONTENT_TYPES
+    )
+    weight_key: str | None = _option(None, "a message key whose value, when given, must be the integer 0 or 1", "KEY")
+    allowed_keys: tuple[str, ...] | None = _option(
+        None, "the only message keys allowed besides the role and content keys", "KEY"
+    )
+    role_map: dict[str, str] | None = _option(None, "role aliases renamed before every rule, e.g. human=user", "ALIAS=ROLE")
+    legacy_functions: bool = _option(False, "the function role, and function_call on assistant messages")
+    profile: str | None = _option(None, "a trainer's rules as defaults: sample, openai, together, torchtune", "NAME", choices=PROFILES)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "roles", _role_tuple(self.roles))
         self._check_types()
+        self._check_row_options()
         self._check_profile()
         if self.sharegpt:
             if self.role_key == "role":
@@ -125,24 +160,42 @@ class ChatFormat:
             if self.content_key == "content":
                 object.__setattr__(self, "content_key", "value")
         added = ((TOOL_ROLE,) if self.tools else ()) + ((DEVELOPER_ROLE,) if self.harmony else ())
+        added += (FUNCTION_ROLE,) if self.legacy_functions else ()
         extra = tuple(role for role in added if role not in self.roles)
         if extra:
             object.__setattr__(self, "roles", self.roles + extra)
         self._check_end_roles()
+        missing = [role for role in self.require_roles if role not in self.roles]
+        if missing:
+            raise ValueError(f"require_roles= has {missing}, not among roles= {list(self.roles)}")
 
     def _check_types(self) -> None:
         for key in ("role_key", "content_key", "text_key"):
             if not isinstance(getattr(self, key), str):
                 raise TypeError(f"{key}= must be a string, not {type(getattr(self, key)).__name__}")
-        for key in ("alternate", "allow_empty", "na_pass", "tools", "harmony", "sharegpt"):
+        for key in ("alternate", "allow_empty", "na_pass", "tools", "harmony", "sharegpt", "legacy_functions"):
             if not isinstance(getattr(self, key), bool):
                 raise TypeError(f"{key}= must be True or False, not {getattr(self, key)!r}")
-        for key in ("thinking_key", "image_token"):
+        for key in ("thinking_key", "image_token", "weight_key"):
             value = getattr(self, key)
             if value is not None and not isinstance(value, str):
                 raise TypeError(f"{key}= must be a string or None, not {value!r}")
             if value == "":
                 raise ValueError(f"{key}= is empty: give a key or None")
+
+    def _check_row_options(self) -> None:
+        """The options of the trainers' row rules: normalised (lists to tuples, a dict to a
+        `RoleMap`) and checked."""
+        n = self.min_messages
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+            raise ValueError(f"min_messages= must be a whole number of at least 1 or None, not {n!r}")
+        object.__setattr__(self, "require_roles", _name_tuple("require_roles", self.require_roles, empty=True))
+        if self.allowed_keys is not None:
+            object.__setattr__(self, "allowed_keys", _name_tuple("allowed_keys", self.allowed_keys, empty=True))
+        if self.content_types not in CONTENT_TYPES:
+            raise ValueError(f"content_types={self.content_types!r} isn't one of {list(CONTENT_TYPES)}")
+        if self.role_map is not None:
+            object.__setattr__(self, "role_map", _role_map(self.role_map))
 
     def _check_end_roles(self) -> None:
         for key in ("first_role", "last_role"):
@@ -161,6 +214,8 @@ class ChatFormat:
             raise TypeError(f"profile= must be a profile name or None, not {self.profile!r}")
         if self.profile not in PROFILES:
             raise ValueError(f"profile={self.profile!r} isn't one of {list(PROFILES)}")
+        if self.profile != "sample":
+            return  # the trainers' profiles are defaults only: any option may override them
         others = [role for role in self.roles if role not in SAMPLE_ROLES]
         if others:
             raise ValueError(
@@ -186,10 +241,38 @@ class ChatFormat:
             self.tools
             or self.harmony
             or self.sharegpt
-            or self.profile
+            or self.profile == "sample"
             or self.thinking_key is not None
             or self.text_key != "text"
+            or self.has_row_options
         )
+
+    @property
+    def has_row_options(self) -> bool:
+        """True when an option of the trainers' row rules is in use (they read more of each message)."""
+        return (
+            self.min_messages is not None
+            or bool(self.require_roles)
+            or self.content_types != "any"
+            or self.weight_key is not None
+            or self.allowed_keys is not None
+            or bool(self.role_map)
+            or self.legacy_functions
+        )
+
+    @cached_property
+    def role_aliases(self) -> dict[str, str] | None:
+        """The map of role tags read before every rule: ShareGPT's (sharegpt=True) and `role_map=` over it."""
+        if not self.sharegpt:
+            return self.role_map or None
+        return {**SHAREGPT_ROLES, **(self.role_map or {})}
+
+    @cached_property
+    def allowed_key_set(self) -> frozenset[str] | None:
+        """`allowed_keys=` with the role and content keys, which are always allowed."""
+        if self.allowed_keys is None:
+            return None
+        return frozenset((*self.allowed_keys, self.role_key, self.content_key))
 
     @property
     def thinking(self) -> str | None:
@@ -221,6 +304,11 @@ class ChatFormat:
         """The parameters as plain JSON-ready values."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["roles"] = list(self.roles)
+        out["require_roles"] = list(self.require_roles)
+        if self.allowed_keys is not None:
+            out["allowed_keys"] = list(self.allowed_keys)
+        if self.role_map is not None:
+            out["role_map"] = dict(self.role_map)
         return out
 
 
@@ -240,6 +328,44 @@ def sample_profile(**overrides: Any) -> ChatFormat:
     return replace(base, **overrides) if overrides else base
 
 
+TRAINER_PROFILES: dict[str, dict[str, Any]] = {
+    # OpenAI's API schema for a fine-tuning line (FineTuneChatRequestInput) and its guide.
+    "openai": {
+        "roles": ("system", "user", "assistant"),
+        "alternate": False,
+        "tools": True,
+        "legacy_functions": True,
+        "require_roles": ("assistant",),
+        "content_types": "text_or_parts",
+        "weight_key": "weight",
+        "allowed_keys": (
+            "name", "weight", "tool_calls", "tool_call_id", "function_call", "refusal", "audio"
+        ),
+    },
+    # Together's SDK 2.14.0 `check_file`: no turn order, empty and null contents pass,
+    # tool turns and tool_calls are allowed but not checked, unknown message keys pass.
+    "together": {
+        "roles": ("system", "user", "assistant", "tool"),
+        "alternate": False,
+        "allow_empty": True,
+        "require_roles": ("assistant",),
+        "content_types": "text_or_parts",
+        "weight_key": "weight",
+    },
+    # torchtune 0.6.1's `validate_messages`: two messages at least, a system message only
+    # first, every assistant message right after a user one, no two user messages in a row.
+    "torchtune": {
+        "roles": ("system", "user", "assistant"),
+        "alternate": True,
+        "first_role": "user",
+        "allow_empty": True,
+        "min_messages": 2,
+        "content_types": "text_or_parts",
+    },
+}
+"""The trainers' profiles: each a set of defaults, which the options given override."""
+
+
 def format_from(**given: Any) -> ChatFormat:
     """The ChatFormat of the options given: a profile's own defaults first, the options given over them.
 
@@ -249,9 +375,34 @@ def format_from(**given: Any) -> ChatFormat:
     >>> format_from(profile="sample").alternate, format_from(profile="sample", alternate=True).alternate
     (False, True)
     """
-    if given.get("profile") == "sample":
+    profile = given.get("profile")
+    if profile == "sample":
         return sample_profile(**{k: v for k, v in given.items() if k != "profile"})
+    if isinstance(profile, str) and profile in TRAINER_PROFILES:
+        return ChatFormat(**{**TRAINER_PROFILES[profile], **given})
     return ChatFormat(**given)
+
+
+def _name_tuple(key: str, names: object, *, empty: bool = False) -> tuple[str, ...]:
+    """A list of names (roles, keys) as a tuple; a single string is refused, not split."""
+    if isinstance(names, (str, bytes)) or not isinstance(names, Sequence):
+        hint = f"; write [{names!r}] for a single one" if isinstance(names, str) else ""
+        raise TypeError(f"{key}= must be a list of names, not {type(names).__name__}{hint}")
+    bad = [n for n in names if not isinstance(n, str)]
+    if bad:
+        raise TypeError(f"{key}= must hold strings only; found {bad[0]!r}")
+    if not names and not empty:
+        raise ValueError(f"{key}= is empty")
+    return tuple(names)
+
+
+def _role_map(value: object) -> RoleMap:
+    if not isinstance(value, Mapping):
+        raise TypeError(f"role_map= must be a mapping of alias to role, not {type(value).__name__}")
+    bad = [(k, v) for k, v in value.items() if not (isinstance(k, str) and isinstance(v, str))]
+    if bad:
+        raise TypeError(f"role_map= must map strings to strings; found {bad[0]!r}")
+    return value if isinstance(value, RoleMap) else RoleMap(value)
 
 
 def _role_tuple(roles: object) -> tuple[str, ...]:
