@@ -89,6 +89,8 @@ def duckdb_connection(**settings: Any) -> DuckDBBackend:
 
     con = ibis.duckdb.connect(**{k: v for k, v in settings.items() if v is not None})
     con.raw_sql("SET enable_progress_bar = false")
+    # Its cache of the files' blocks grows with every file read; each run reads a file once or twice.
+    con.raw_sql("SET enable_external_file_cache = false")
     return con
 
 

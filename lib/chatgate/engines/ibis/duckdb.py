@@ -11,7 +11,7 @@ from typing import Any
 
 import ibis
 import pyarrow as pa
-from deltalake import CommitProperties, DeltaTable, write_deltalake
+from deltalake import CommitProperties, DeltaTable, WriterProperties, write_deltalake
 from deltalake.exceptions import CommitFailedError, SchemaMismatchError, TableNotFoundError
 
 from ...errors import OutputError, SourceError
@@ -21,6 +21,13 @@ from . import CHUNK_SIZE, IbisEngine
 from .plan import JoinOn
 
 WRITE_CHUNK_ROWS = 10_000
+
+WRITE_SETTINGS: dict[str, Any] = {
+    "target_file_size": 64 * 2**20,
+    "writer_properties": WriterProperties(max_row_group_size=WRITE_CHUNK_ROWS),
+}
+"""deltalake buffers each output file, and each Parquet row group, in memory before writing it:
+bounded here, so the writes' memory doesn't depend on the rows written."""
 
 
 class DuckDBEngine(IbisEngine, LakehouseEngine):
@@ -77,7 +84,7 @@ class DuckDBEngine(IbisEngine, LakehouseEngine):
         tagged = CommitProperties(custom_metadata=commit_metadata(run_id))
         try:
             if _delta_table(target) is None:
-                write_deltalake(target, reader, mode="append", commit_properties=tagged)
+                write_deltalake(target, reader, mode="append", commit_properties=tagged, **WRITE_SETTINGS)
             else:
                 # One commit removes the run's old rows and adds the new ones: a rerun never duplicates.
                 write_deltalake(
@@ -86,6 +93,7 @@ class DuckDBEngine(IbisEngine, LakehouseEngine):
                     mode="overwrite",
                     predicate=equals_sql(run_id_column, run_id),
                     commit_properties=tagged,
+                    **WRITE_SETTINGS,
                 )
         except SchemaMismatchError as exc:
             raise OutputError(
