@@ -18,6 +18,7 @@ most `IN_FLIGHT` batches per worker wait in the pipes, so memory stays bounded.
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
 import queue
@@ -38,6 +39,7 @@ from ..errors import ChatgateError
 from ..rules import RowCheck
 
 T = TypeVar("T")
+log = logging.getLogger("chatgate")
 
 IN_FLIGHT = 2
 """Batches handed to each worker before the pool waits for the oldest one's codes."""
@@ -72,9 +74,12 @@ class CheckPool:
             yield payload, worker.receive()
 
     def close(self) -> None:
+        peaks = [peak for worker in self._workers if (peak := worker.peak_memory()) is not None]
         for worker in self._workers:
             worker.close()
         self._folder.cleanup()
+        if peaks:
+            log.info("check workers' peak memory: %d MiB", max(peaks) // 2**20)
 
     def __enter__(self) -> CheckPool:
         return self
@@ -121,6 +126,21 @@ class _Worker:
         if item is _END or isinstance(item, BaseException):
             raise self._failure()
         return item
+
+    def peak_memory(self) -> int | None:
+        """The worker's peak resident memory since it started (Linux), in bytes.
+
+        Not `getrusage`: its children's figure counts a worker's pages from before
+        `exec`, which are the engine's own (the fork copies them).
+        """
+        try:
+            with open(f"/proc/{self.process.pid}/status", encoding="ascii") as status:
+                for line in status:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1]) * 1024
+        except (OSError, ValueError):
+            pass
+        return None
 
     def close(self) -> None:
         try:
