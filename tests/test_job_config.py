@@ -181,3 +181,21 @@ def test_bad_embedded_settings_are_named(raw, overrides, message):
     with pytest.raises(ConfigError) as info:
         build_config(raw, overrides)
     assert message in str(info.value)
+
+
+def test_the_example_config_documents_every_key():
+    """Each key the config takes is written in conf/example.yaml (set, or commented out with its meaning)."""
+    import re
+    from pathlib import Path
+
+    from chatgate.job import config as cfg
+    from chatgate.rules.datasets import DATASET_TYPES
+
+    text = (Path(__file__).resolve().parents[1] / "conf" / "example.yaml").read_text()
+    written = set(re.findall(r"^\s*#?\s*-?\s*(?:name: \w+\s*)?([a-z_]+):", text, re.MULTILINE))
+    keys = (
+        set(cfg.TOP_KEYS) | set(cfg._CHECK_KEYS) | set(cfg._EMBEDDED_KEYS) | set(cfg._COLUMN_KEYS)
+        | set(cfg._DATASET_KEYS) | {"quarantine", "summary", "valid", "warning", "error", "critical", "name"}
+    )
+    assert sorted(keys - written) == []
+    assert all(kind in text for kind in DATASET_TYPES)
