@@ -90,3 +90,20 @@ def test_run_with_the_embedded_engines_settings(lake, capsys):
     flags = _flags(lake, "--memory-limit", "64MB", "--threads", "1", "--temp-dir", str(lake / "spill"))
     assert main(flags) == 0, capsys.readouterr().err
     assert "status: 0" in capsys.readouterr().out
+
+
+def test_run_help_gives_an_example_and_every_exit_status():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "chatgate", "run", "--help"], capture_output=True, text=True, check=True)
+    text = done.stdout
+    assert "example:\n  chatgate run --source lake/chats --column messages" in text
+    for line in (
+        "0  no step reached its error level",
+        "1  the run failed (an unreadable source, a write error); it took its rows back",
+        "2  a bad flag, config key or column name",
+        "3  a step reached its error level (--error)",
+        "4  a step reached its critical level (--critical)",
+    ):
+        assert line in text

@@ -15,11 +15,10 @@ from . import __version__
 from .engines.base import DEDUP_MODES
 from .errors import ChatgateError, ConfigError
 from .job.config import DEFAULT_MEMORY_LIMIT, ENGINES, load_config
+from .job.runner import EXIT_CRITICAL, EXIT_ERROR, EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from .rules import FORMATS
 from .rules.options import chat_options, kind_of
 
-EXIT_USAGE = 2  # a bad flag, config key or column, as argparse does
-EXIT_FAILURE = 1  # the job itself failed: unreadable source, write error, ...
 NOT_OVERRIDES = ("config", "command", "quiet", "debug")
 
 
@@ -33,10 +32,29 @@ def build_parser(prog: str = "chatgate") -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     add_run_arguments(
         commands.add_parser(
-            "run", help="check a table and write quarantine, summary, valid", allow_abbrev=False
+            "run",
+            help="check a table and write quarantine, summary, valid",
+            description="Check the chat columns of a table and write the quarantine, summary and valid tables.",
+            epilog=RUN_EPILOG,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            allow_abbrev=False,
         )
     )
     return parser
+
+
+RUN_EPILOG = f"""\
+example:
+  chatgate run --source lake/chats --column messages --last-role assistant \\
+      --quarantine lake/chat_quarantine --summary lake/chat_summary --error 0.05
+
+exit status:
+  {EXIT_OK}  no step reached its error level
+  {EXIT_FAILURE}  the run failed (an unreadable source, a write error); it took its rows back
+  {EXIT_USAGE}  a bad flag, config key or column name
+  {EXIT_ERROR}  a step reached its error level (--error)
+  {EXIT_CRITICAL}  a step reached its critical level (--critical)
+"""
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
