@@ -14,7 +14,8 @@ one Spark job over the rows (after a read of the first rows, with
    of about `BATCH_ROWS` rows and sends back only the failing (key, reason,
    count, first row) rows and one tally row per batch (keys checked, rows they
    stand for). Without dedup the failing rows are summed per key natively. The
-   result is computed once and kept on the executors (a local checkpoint); the
+   result is computed once and kept on the executors (a local checkpoint, which a
+   Spark Connect server keeps for as long as the client holds a plan built on it); the
    driver receives totals and one row per reason, never a key or a source row,
    and the tallies count the rows, so no other pass over the table is needed.
 
@@ -45,6 +46,11 @@ JSON text with nulls written out: Spark's hashes skip null fields, so
 `[{"role": null, "content": "user"}]` and `[{"role": "user", "content": null}]`
 hash alike, while their problems differ (`bad_message`, `empty_content`).
 
+Spark Connect. The engine takes a Connect session's DataFrames as it takes classic ones
+(`SparkSession.builder.remote("sc://host:15002")`, or `$SPARK_REMOTE` for the job): it
+uses the DataFrame API, `table.sparkSession` and SQL only, never an RDD, the JVM or
+delta-spark's Python `DeltaTable` (see delta.py).
+
 Reasons are ordered by count, ties by their first row (`monotonically_increasing_id`
 numbers the source in its scan order), then by the global order of all codes.
 """
@@ -55,6 +61,7 @@ import functools
 from typing import Any
 
 import pyarrow as pa
+from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_type
@@ -91,10 +98,12 @@ from .delta import (
     CONCURRENT_WRITE_ERRORS,
     HISTORY_SEARCHED,
     NAME_NEEDS_MAPPING,
-    equals_column,
     equals_sql,
     first_line,
+    is_not_a_delta_path,
     is_path,
+    path_ref,
+    table_ref,
 )
 from .keys import KEYS, column_ref
 from .session import get_spark
@@ -276,19 +285,35 @@ class SparkEngine(LakehouseEngine):
             *[F.lit(value.as_py()).cast(from_arrow_type(value.type)).alias(name) for name, value in constants.items()],
         )
 
-    # -- writing ----------------------------------------------------------------
+    # -- Delta, through SQL (see delta.py: the same statements on classic and Connect sessions) --
 
-    def _delta(self, target: str) -> Any:
-        from delta.tables import DeltaTable
-
+    def _ref(self, target: str) -> str | None:
+        """The SQL name of `target`: delta.`path`, or the catalog table's quoted parts (None: no such table)."""
         if is_path(target):
-            return DeltaTable.forPath(self.spark, target) if DeltaTable.isDeltaTable(self.spark, target) else None
+            return path_ref(target)
         if not self._table_exists(target):
             return None
-        try:
-            return DeltaTable.forName(self.spark, target)
-        except Exception:  # noqa: BLE001 - a catalog table in another format
+        table = self.spark.catalog.getTable(target)
+        if table.isTemporary or table.tableType == "VIEW":
             return None
+        # The catalog's own parse of the name, requoted: the name's text never reaches SQL as it is
+        # (`chats -- x` names `chats` to the catalog, and would comment out the rest of a DELETE).
+        return table_ref([table.catalog, *(table.namespace or []), table.name])
+
+    def _history(self, target: str, limit: int) -> tuple[str, list[Any]] | None:
+        """The SQL name of the Delta table at `target` and its last `limit` commits, newest first;
+        None when there's no Delta table there (nothing, other files, a catalog table in another format)."""
+        ref = self._ref(target)
+        if ref is None:
+            return None
+        try:
+            return ref, self.spark.sql(f"DESCRIBE HISTORY {ref} LIMIT {int(limit)}").collect()
+        except Exception as exc:
+            # A path: only Delta's "no Delta table here"; any other failure (storage, credentials) is raised.
+            # A catalog table that exists: any analysis error means Delta can't take it.
+            if is_not_a_delta_path(exc) or (not is_path(target) and isinstance(exc, AnalysisException)):
+                return None
+            raise
 
     def _table_exists(self, name: str) -> bool:
         try:
@@ -297,21 +322,25 @@ class SparkEngine(LakehouseEngine):
             raise OutputError(f"{name!r} isn't a table name Spark can parse: {first_line(exc)}") from None
 
     def _version(self, target: str) -> int | None:
-        table = self._delta(target)
-        return None if table is None else table.history(1).select("version").first()[0]
+        history = self._history(target, 1)
+        return None if history is None else int(history[1][0]["version"])
 
     def target_columns(self, target: str) -> list[str] | None:
         if is_path(target) and is_local_path(target) and local_target_state(target) == "absent":
             return None
-        if not is_path(target) and self._table_exists(target) and self._delta(target) is None:
-            raise OutputError(f"the catalog table {target!r} isn't a Delta table; choose another output table")
-        table = self._delta(target)
-        return None if table is None else list(table.toDF().columns)
+        history = self._history(target, 1)
+        if history is None:
+            if not is_path(target) and self._table_exists(target):
+                raise OutputError(f"the catalog table {target!r} isn't a Delta table; choose another output table")
+            return None
+        return list(self.spark.table(history[0]).columns)
+
+    # -- writing ----------------------------------------------------------------
 
     def replace_run(self, table: DataFrame, target: str, run_id_column: str, run_id: str) -> int:
         metadata = commit_metadata(run_id)
         writer = table.write.format("delta").option("userMetadata", commit_metadata_json(metadata))
-        if self._delta(target) is None:
+        if self._history(target, 1) is None:
             writer = writer.mode("append")
             if any(NAME_NEEDS_MAPPING & set(name) for name in table.columns):
                 writer = writer.options(**COLUMN_MAPPING)
@@ -330,18 +359,20 @@ class SparkEngine(LakehouseEngine):
         return self._rows_written(target, commit_metadata_json(metadata))
 
     def _rows_written(self, target: str, metadata: str) -> int:
-        history = self._delta(target).history(HISTORY_SEARCHED)
-        mine = history.filter(F.col("userMetadata") == F.lit(metadata)).select("operationMetrics").first()
-        metrics = (mine[0] if mine else None) or {}
+        """The rows our commit (found by its metadata among the latest, as others may commit meanwhile) added."""
+        history = self._history(target, HISTORY_SEARCHED)
+        commits = history[1] if history else []
+        mine = next((commit for commit in commits if commit["userMetadata"] == metadata), None)
+        metrics = (mine["operationMetrics"] if mine else None) or {}
         return int(metrics.get("numOutputRows", 0))
 
     def write_arrow(self, rows: pa.Table, target: str, run_id_column: str, run_id: str) -> None:
         self.replace_run(self.spark.createDataFrame(rows), target, run_id_column, run_id)
 
     def delete_run(self, target: str, run_id_column: str, run_id: str) -> None:
-        table = self._delta(target)
-        if table is not None:
-            table.delete(equals_column(run_id_column, run_id))
+        history = self._history(target, 1)
+        if history is not None:
+            self.spark.sql(f"DELETE FROM {history[0]} WHERE {equals_sql(run_id_column, run_id)}")
 
     def is_conflict(self, error: BaseException) -> bool:
         text = f"{type(error).__name__}: {error}"

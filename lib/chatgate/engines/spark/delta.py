@@ -1,13 +1,18 @@
-"""Delta on Spark: how the Spark engine names tables, quotes run ids and spots lost commit races."""
+"""Delta on Spark: how the Spark engine names tables, quotes run ids and spots lost commit races.
+
+The engine speaks to Delta through SQL (`DESCRIBE HISTORY`, `DELETE FROM`) rather than
+delta-spark's Python `DeltaTable`: over Spark Connect, `DeltaTable` needs Delta's Connect
+plugin on the server, while Delta's SQL needs only its session extension, so one code
+path serves classic and Connect sessions. No text of a name or run id reaches SQL
+unquoted: names are backquoted part by part, run ids travel as hex digits.
+"""
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Iterable
 
-from pyspark.sql import functions as F
-
-from .keys import column_ref
+from pyspark.errors import AnalysisException
 
 CONCURRENT_WRITE_ERRORS = (
     "ConcurrentAppendException",
@@ -32,6 +37,10 @@ COLUMN_MAPPING = {
     "delta.minWriterVersion": "5",
 }
 
+NOT_A_DELTA_PATH = ("DELTA_TABLE_ONLY_OPERATION", "DELTA_MISSING_DELTA_TABLE")
+"""Delta's error conditions for a path without a Delta table (nothing there, other files, a file):
+DESCRIBE HISTORY's, and the one other commands give."""
+
 HISTORY_SEARCHED = 100
 """How far back in a table's history a write looks for its own commit (others may commit meanwhile)."""
 
@@ -46,14 +55,26 @@ def first_line(error: BaseException) -> str:
     return next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
 
 
-def equals_column(column: str, value: str) -> Any:
-    """`column = value` as a Column: the value never passes through SQL text."""
-    return column_ref(column) == F.lit(value)
-
-
 def equals_sql(column: str, value: str) -> str:
-    """`column = value` as SQL text (what replaceWhere takes), the value carried as hex digits."""
-    escaped_column = "`" + column.replace("`", "``") + "`"
-    return f"{escaped_column} = decode(unhex('{value.encode('utf-8').hex()}'), 'UTF-8')"
+    """`column = value` as SQL text (replaceWhere, DELETE), the value carried as hex digits."""
+    return f"{quoted(column)} = decode(unhex('{value.encode('utf-8').hex()}'), 'UTF-8')"
 
 
+def quoted(part: str) -> str:
+    """One SQL identifier part in backquotes, its backquotes doubled."""
+    return "`" + part.replace("`", "``") + "`"
+
+
+def path_ref(path: str) -> str:
+    """The SQL name of the Delta table at `path`: delta.`path`."""
+    return f"delta.{quoted(path)}"
+
+
+def table_ref(parts: Iterable[str | None]) -> str:
+    """The SQL name of a catalog table from its parts (catalog, namespace..., name), each quoted."""
+    return ".".join(quoted(part) for part in parts if part is not None)
+
+
+def is_not_a_delta_path(error: BaseException) -> bool:
+    """Is `error` Delta saying there's no Delta table at a path (rather than failing to look)?"""
+    return isinstance(error, AnalysisException) and error.getCondition() in NOT_A_DELTA_PATH

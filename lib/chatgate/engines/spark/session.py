@@ -1,16 +1,19 @@
 """A SparkSession with Delta Lake enabled, wherever chatgate runs.
 
-Three situations, in the order they are tried:
+Four situations, in the order they are tried:
 
 1. A session is already active (a notebook, a test fixture, a job that built its
    own): it is returned as it is.
-2. The driver runs under `spark-submit` (or another launcher that already started
+2. `$SPARK_REMOTE` (or `spark.remote` in `extra_conf`) names a Spark Connect server
+   (`sc://host:15002`): a Connect session to it. The server brings its own jars and
+   settings, Delta's among them; only the app name and `extra_conf` go with the session.
+3. The driver runs under `spark-submit` (or another launcher that already started
    the JVM): the settings it was launched with are kept, and Delta's extension
    and catalog are added when the launcher put Delta on the class path
    (`--packages io.delta:delta-spark_4.1_2.13:4.1.0`, `--jars ...`, or a platform
    with Delta built in). Jars can't be added to a running driver, so without them
    a warning says what to pass and the session comes up without Delta.
-3. A plain Python process: Delta's jars are taken from a local directory,
+4. A plain Python process: Delta's jars are taken from a local directory,
    `$CHATGATE_JARS_DIR` or else the first `.cache/jars` found walking up from the
    working directory and from this package (`make jars` fills `<repo>/.cache/jars`),
    and passed with `spark.jars`. If there is no such directory, the session falls
@@ -50,16 +53,19 @@ def get_spark(
 ) -> SparkSession:
     """The active SparkSession, or a new one with Delta Lake enabled.
 
-    `master` defaults to the launcher's (spark-submit) or else `local[*]`.
-    `extra_conf` is applied last, so it overrides anything set here; it is
-    ignored when a session is already active (set runtime options on it with
-    `spark.conf.set`).
+    `master` defaults to the launcher's (spark-submit) or else `local[*]`; a
+    Spark Connect session (`$SPARK_REMOTE`) has the server's. `extra_conf` is
+    applied last, so it overrides anything set here; it is ignored when a session
+    is already active (set runtime options on it with `spark.conf.set`).
     """
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    remote = (extra_conf or {}).get("spark.remote") or os.environ.get("SPARK_REMOTE")
+    if remote:
+        return _connect_session(app_name, str(remote), extra_conf or {})
 
     launched = _launcher_conf()
     conf = delta_conf(launched)
@@ -73,6 +79,17 @@ def get_spark(
     builder = SparkSession.builder.appName(app_name).master(master)
     for key, value in conf.items():
         builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def _connect_session(app_name: str, url: str, extra_conf: Mapping[str, Any]) -> SparkSession:
+    """A Spark Connect session to `url`; the master, jars and Delta's settings are the server's."""
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.remote(url).appName(app_name)
+    for key, value in extra_conf.items():
+        if key != "spark.remote":
+            builder = builder.config(key, _conf_value(value))
     return builder.getOrCreate()
 
 
