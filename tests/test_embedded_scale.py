@@ -316,3 +316,23 @@ def test_peak_memory_does_not_grow_with_the_table(tmp_path, dedup):
     small, large = source_table(100_000, 0.3), source_table(400_000, 0.3)
     peaks = {rows: _peak_rss(path, dedup, tmp_path) for rows, path in (("N", small), ("4N", large))}
     assert peaks["4N"] <= 1.25 * peaks["N"], peaks
+
+
+def test_a_small_dev_shm_sends_batches_through_the_temp_directory(monkeypatch):
+    """Containers often give /dev/shm 64 MB: the pool then writes its batches to the temp directory."""
+    import collections
+    import shutil
+    import tempfile
+
+    from chatgate.engines import workers
+
+    usage = collections.namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(64 * 2**20, 0, 64 * 2**20))
+    assert workers._shared_memory(workers.IN_FLIGHT * 2 * workers.BATCH_BYTES_ROOM) is None
+    check = ChatCheck("messages", ChatFormat())
+    batch = pa.record_batch({"messages": pa.array(["[]", None], pa.string())})
+    with CheckPool(check, 2) as pool:
+        assert Path(pool._folder.name).parent == Path(tempfile.gettempdir())
+        assert [codes.to_pylist() for _, codes in pool.codes((n, batch) for n in range(4))] == [
+            ["no_messages", "not_messages"]
+        ] * 4

@@ -22,6 +22,7 @@ import logging
 import os
 import pickle
 import queue
+import shutil
 import struct
 import subprocess
 import sys
@@ -44,6 +45,9 @@ log = logging.getLogger("chatgate")
 IN_FLIGHT = 2
 """Batches handed to each worker before the pool waits for the oldest one's codes."""
 
+BATCH_BYTES_ROOM = 256 * 2**20
+"""Room asked of /dev/shm per batch in flight (a batch of 10,000 rows of long chats is tens of MB)."""
+
 CODES = pa.schema([("code", pa.string())])
 _END = object()
 _HEADER = struct.Struct(">Q")
@@ -56,7 +60,8 @@ class CheckPool:
         if workers < 1:
             raise ValueError(f"workers must be 1 or more, not {workers}")
         self._check = pickle.dumps(check)
-        self._folder = tempfile.TemporaryDirectory(prefix="chatgate-batches-", dir=_shared_memory())
+        folder = _shared_memory(IN_FLIGHT * workers * BATCH_BYTES_ROOM)
+        self._folder = tempfile.TemporaryDirectory(prefix="chatgate-batches-", dir=folder)
         self._workers = [_Worker(self._check, Path(self._folder.name)) for _ in range(workers)]
 
     def codes(self, items: Iterable[tuple[T, pa.RecordBatch]]) -> Iterator[tuple[T, pa.Array]]:
@@ -193,9 +198,15 @@ def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
             stdout.flush()
 
 
-def _shared_memory() -> str | None:
-    """Where batches are written for the workers: memory, where the system has a folder for it."""
-    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+def _shared_memory(needed: int) -> str | None:
+    """Where batches are written for the workers: /dev/shm when it has room for them, else
+    the system's temp directory (containers often give /dev/shm 64 MB only)."""
+    try:
+        if os.access("/dev/shm", os.W_OK) and shutil.disk_usage("/dev/shm").free >= needed:
+            return "/dev/shm"
+    except OSError:
+        pass
+    return None
 
 
 if __name__ == "__main__":
