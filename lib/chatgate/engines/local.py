@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from ..names import ROW_NUMBER
 from ..rules import RowCheck
 from ..rules.values import is_missing
-from .base import LOCAL_AUTO, Dedup, Engine, Judged, ordered_reasons
+from .base import LOCAL_AUTO, Dedup, Engine, Judged, ordered_reasons, require_column
 
 ROW_NUMBER_COLUMN = ROW_NUMBER
 
@@ -230,8 +230,7 @@ def column_as_arrow(table: Any, column: str, *, exact: bool = False) -> pa.Array
     With `exact=True` (a column to judge), a pandas object column is a list also when
     Arrow would change what a value is (a set would become a list).
     """
-    if column not in table.columns:
-        raise KeyError(f"column {column!r} isn't in the table; its columns are {list(table.columns)}")
+    require_column(table.columns, column)
     if _kind(table) == "polars":
         values = table.get_column(column).to_arrow()
         return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values

@@ -90,25 +90,24 @@ def parquet_view(
     """
     scan = f"read_parquet([{', '.join(_literal(f) for f in files)}], union_by_name = true)"
     found = {row[0]: str(row[1]) for row in con.con.sql(f"DESCRIBE SELECT * FROM {scan}").fetchall()}
-    wanted = schema if schema is not None else None
-    if wanted is None:
-        columns = [_identifier(name) for name in found]
+    if schema is None:
+        columns = [quote_identifier(name) for name in found]
     else:
-        missing = [f.name for f in wanted if f.name not in found]
+        missing = [f.name for f in schema if f.name not in found]
         if missing:
             log.info("reading %s through a PyArrow dataset: its column %r is in none of its files", label, missing[0])
             return None
-        columns = [_column(f, found[f.name]) for f in wanted]
+        columns = [_column(f, found[f.name]) for f in schema]
     if row_ids:
-        columns.append(f"(file_index::BIGINT << {ROWS_PER_FILE_BITS}) + file_row_number AS {_identifier(ROW_ID)}")
+        columns.append(f"(file_index::BIGINT << {ROWS_PER_FILE_BITS}) + file_row_number AS {quote_identifier(ROW_ID)}")
     name = f"chatgate_parquet_{uuid.uuid4().hex[:12]}"
-    con.con.execute(f"CREATE TEMP VIEW {_identifier(name)} AS SELECT {', '.join(columns)} FROM {scan}")
+    con.con.execute(f"CREATE TEMP VIEW {quote_identifier(name)} AS SELECT {', '.join(columns)} FROM {scan}")
     return con.table(name)
 
 
 def _column(field: pa.Field, found_type: str) -> str:
     """The select item of one column: as stored, or a naive timestamp read as UTC."""
-    name = _identifier(field.name)
+    name = quote_identifier(field.name)
     if pat.is_timestamp(field.type) and field.type.tz is not None and "TIME ZONE" not in found_type.upper():
         return f"timezone('UTC', {name}) AS {name}"
     return name
@@ -126,7 +125,8 @@ def _nested_timestamp(kind: pa.DataType, top: bool = True) -> bool:
     return False
 
 
-def _identifier(name: str) -> str:
+def quote_identifier(name: str) -> str:
+    """A name as a SQL identifier (DuckDB's double quotes, doubled inside)."""
     return '"' + name.replace('"', '""') + '"'
 
 

@@ -12,8 +12,9 @@ process.
 
 Workers are fresh interpreters, never forks: the parent runs DuckDB's threads
 (or Spark's), which a fork would copy in whatever state they are. They import
-only the rules, get the check pickled once, and hold one batch at a time; at
-most `IN_FLIGHT` batches per worker wait in the pipes, so memory stays bounded.
+chatgate without any engine's library (no DuckDB, Ibis or Spark), get the check
+pickled once, and hold one batch at a time; at most `IN_FLIGHT` batches per
+worker wait in shared memory, so memory stays bounded.
 """
 
 from __future__ import annotations

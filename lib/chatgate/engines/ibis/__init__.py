@@ -75,7 +75,7 @@ import ibis
 import pyarrow as pa
 
 from ...rules import RowCheck
-from ..base import EMBEDDED_AUTO, Dedup, Engine, Judged, ordered_reasons
+from ..base import EMBEDDED_AUTO, Dedup, Engine, Judged, ordered_reasons, require_column
 from ..parquet_files import ROW_ID
 from .join import _annotate, _failing_table
 from .plan import NATIVE_BACKENDS as NATIVE_BACKENDS
@@ -149,13 +149,13 @@ class IbisEngine(Engine):
         return int(table.count().execute())
 
     def segment_values(self, table: ibis.Table, column: str) -> list[Any]:
-        _require_column(table, column)
+        require_column(self.columns(table), column)
         distinct = table.select(column).distinct()
         ordered = distinct.order_by(ibis.asc(distinct[column], nulls_first=False))
         return ordered.to_pyarrow().column(0).to_pylist()
 
     def filter_equal(self, table: ibis.Table, column: str, value: Any) -> ibis.Table:
-        _require_column(table, column)
+        require_column(self.columns(table), column)
         if value is None:
             return table.filter(table[column].isnull())
         return table.filter(table[column] == value)
@@ -232,9 +232,3 @@ class IbisEngine(Engine):
             },
         )
 
-
-def _require_column(table: ibis.Table, column: str) -> None:
-    if column not in table.columns:
-        raise KeyError(
-            f"column {column!r} isn't in the table; its columns are {list(table.columns)}"
-        )

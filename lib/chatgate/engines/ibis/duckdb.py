@@ -16,6 +16,7 @@ from deltalake.exceptions import CommitFailedError, SchemaMismatchError, TableNo
 
 from ...errors import OutputError, SourceError
 from ..lakehouse import LakehouseEngine, commit_metadata, is_local_path, local_target_state, pinned_version
+from ..parquet_files import quote_identifier
 from ..tables import default_connection, delta_version, open_table, record_batches
 from . import CHUNK_SIZE, IbisEngine
 from .plan import JoinOn
@@ -116,7 +117,7 @@ class DuckDBEngine(IbisEngine, LakehouseEngine):
 
 def equals_sql(column: str, value: str) -> str:
     """`column = 'value'` for deltalake's predicates, the value quoted as a SQL string literal."""
-    return f'"{column}" = ' + "'" + value.replace("'", "''") + "'"
+    return f"{quote_identifier(column)} = " + "'" + value.replace("'", "''") + "'"
 
 
 def _delta_table(target: str) -> DeltaTable | None:

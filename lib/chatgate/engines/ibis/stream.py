@@ -22,7 +22,7 @@ from ...errors import ChatgateError
 from ...rules import RowCheck
 from .. import base
 from ..base import repeats_share
-from ..parquet_files import ROW_ID
+from ..parquet_files import ROW_ID, quote_identifier
 from ..tables import record_batches
 from ..workers import CheckPool
 from .plan import _Plan
@@ -310,11 +310,13 @@ def _distinct_by_row_id(table: ibis.Table, plan: _Plan, names: _Names) -> ibis.T
         *tuples, groups[names.n], **{names.k1: k1, names.kl: kl}
     )
     # A view keeps the SQL as written: Ibis's own parser would drop NOT MATERIALIZED.
+    view = f"{names.source}_distinct"
     backend.con.execute(
-        f'CREATE OR REPLACE TEMP VIEW "{names.source}_distinct" AS '
-        f'WITH "{names.source}" AS NOT MATERIALIZED ({backend.compile(read)}) {backend.compile(distinct)}'
+        f"CREATE OR REPLACE TEMP VIEW {quote_identifier(view)} AS "
+        f"WITH {quote_identifier(names.source)} AS NOT MATERIALIZED ({backend.compile(read)}) "
+        f"{backend.compile(distinct)}"
     )
-    return backend.table(f"{names.source}_distinct")
+    return backend.table(view)
 
 
 @contextlib.contextmanager
