@@ -24,17 +24,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from chatgate.engines.spark.session import DELTA_CATALOG, DELTA_EXTENSION
+from conftest import SPARK_TEST_CONF
+
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
-SERVER_CONF = {
-    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-    "spark.sql.shuffle.partitions": "2",
-    "spark.default.parallelism": "2",
-    "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",
-    "spark.databricks.delta.snapshotPartitions": "2",
-    "spark.sql.session.timeZone": "UTC",
-}
+SERVER_CONF = {"spark.sql.extensions": DELTA_EXTENSION, "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
+               **SPARK_TEST_CONF}
 START_SECONDS = 180
 CLIENT_SECONDS = 600
 
