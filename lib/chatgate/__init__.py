@@ -2,7 +2,7 @@
 
 from .errors import ChatgateError, ConfigError, OutputError, SourceError
 from .report import StepReport
-from .rules import REASONS, ChatFormat, check_batch, first_problem
+from .rules import REASONS, ChatFormat, check_batch, first_problem, repair
 from .selectors import col, contains, ends_with, everything, matches, starts_with
 from .thresholds import Actions, Thresholds
 from .validate import Validate
@@ -25,6 +25,7 @@ __all__ = [
     "everything",
     "first_problem",
     "matches",
+    "repair",
     "starts_with",
 ]
 __version__ = "0.1.0"

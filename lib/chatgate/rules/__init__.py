@@ -15,6 +15,7 @@ from .datasets import (
     value_format,
 )
 from .reference import first_problem, problem_of
+from .repair import REPAIR_PRESETS, REPAIRS, Repaired, repair, repair_array, repair_names, repair_value
 from .spec import DEFAULT_ROLES, SHAREGPT_ROLES, ChatFormat, format_from, sample_profile
 
 __all__ = [
@@ -24,11 +25,14 @@ __all__ = [
     "EXTENDED_REASONS",
     "FORMATS",
     "REASONS",
+    "REPAIRS",
+    "REPAIR_PRESETS",
     "SHAREGPT_ROLES",
     "ChatCheck",
     "ChatFormat",
     "DatasetCheck",
     "LabelCheck",
+    "Repaired",
     "RowCheck",
     "check_array",
     "check_batch",
@@ -45,6 +49,10 @@ __all__ = [
     "phrase",
     "problem_of",
     "reason_rank",
+    "repair",
+    "repair_array",
+    "repair_names",
+    "repair_value",
     "format_from",
     "sample_profile",
     "value_format",

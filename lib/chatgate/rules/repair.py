@@ -1,0 +1,313 @@
+"""Repairs: deterministic fixes of a failing value, applied in a fixed order, then re-audited.
+
+A repair is opt-in: it is applied only when named, and only to a value that fails
+the check (a passing value comes back as it is, the very same object). The named
+repairs are applied in the order of `REPAIRS`, whatever order they are named in,
+each while the value still fails: once it passes, the later ones are not tried. A
+repair that changes nothing is not reported.
+
+| repair | what it does |
+|---|---|
+| decode_text | a JSON string holding the JSON text of a message list (double-encoded) is decoded once |
+| map_roles | a role that isn't allowed but is a known alias of an allowed one is renamed (`DEFAULT_ROLE_MAP`, extended by `role_map=`) |
+| drop_empty | messages with missing, null, empty or blank content are dropped (never one with tool calls) |
+| hoist_system | system messages not in first place are merged into one leading system message |
+| merge_repeats | consecutive messages of the same role are merged into one (the first one's other keys kept) |
+| drop_leading | with `first_role=`, the turns before the first turn of that role are dropped |
+| drop_trailing | with `last_role=`, the messages after the last message of that role are dropped |
+
+The preset "safe" names the first five (they never remove user or assistant text),
+"all" names every repair. How contents are joined, and which messages are never
+touched, is in `repair_fixes`.
+
+The repaired value keeps the input's form. JSON text comes back as JSON text (a str
+as a str, bytes as bytes): compact, keys in their order, numbers as written; text
+that only `decode_text` changed is the decoded string itself, and text that no repair
+changed is the same object. A native value comes back as the same kind of value: a
+list of messages as a list (a tuple as a tuple), a wrapper object with its other
+keys, in their order. Messages a repair didn't touch are the same objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from decimal import Decimal
+from typing import Any, NamedTuple
+
+import msgspec
+import numpy as np
+import pyarrow as pa
+
+from .batch import _has_map, check_array
+from .options import with_options
+from .reference import problem_of
+from .repair_fixes import (
+    DEFAULT_ROLE_MAP,
+    REPAIR_PRESETS,
+    REPAIRS,
+    TEXT,
+    TEXT_TYPES,
+    Repair,
+    Shape,
+    context,
+    message_shape,
+)
+from .spec import ChatFormat, format_from
+
+__all__ = [
+    "DEFAULT_ROLE_MAP",
+    "REPAIRS",
+    "REPAIR_PRESETS",
+    "Repaired",
+    "repair",
+    "repair_array",
+    "repair_names",
+    "repair_value",
+]
+
+_BY_NAME = {r.name: r for r in REPAIRS}
+
+# Floats as Decimal, written back by the encoder as they were read: repaired JSON keeps
+# its numbers (1e400, 0.1000000000000000055) rather than what a double makes of them.
+_load_json = msgspec.json.Decoder(float_hook=Decimal).decode
+_dump_json = msgspec.json.Encoder(decimal_format="number").encode
+
+
+class Repaired(NamedTuple):
+    """What `repair` returns: the value in its own form, the repairs that changed it (in the
+    order applied), and its code after them (None when it now passes)."""
+
+    value: Any
+    applied: list[str]
+    reason: str | None
+
+
+def repair_names(repairs: str | Iterable[str], fmt: ChatFormat | None = None) -> tuple[str, ...]:
+    """The repairs named by a preset, a repair's name, or a list of them, in the order they apply.
+
+    With `fmt`, a repair named on its own (not through a preset) whose option isn't set
+    is refused: `drop_leading` needs `first_role=`, `drop_trailing` needs `last_role=`.
+
+    >>> repair_names(["merge_repeats", "map_roles"])
+    ('map_roles', 'merge_repeats')
+    >>> repair_names("safe") == REPAIR_PRESETS["safe"]
+    True
+    """
+    given = [repairs] if isinstance(repairs, str) else _name_list(repairs)
+    if not given:
+        raise ValueError(f"repairs= is empty: name {_choices()}")
+    chosen: set[str] = set()
+    for name in given:
+        if name in REPAIR_PRESETS:
+            chosen.update(REPAIR_PRESETS[name])
+        elif name in _BY_NAME:
+            chosen.add(name)
+            _check_needs(_BY_NAME[name], fmt)
+        else:
+            raise ValueError(f"unknown repair {name!r}: name {_choices()}")
+    return tuple(r.name for r in REPAIRS if r.name in chosen)
+
+
+def _name_list(repairs: object) -> list[str]:
+    if not isinstance(repairs, Iterable) or isinstance(repairs, (bytes, dict)):
+        raise TypeError(
+            f"repairs= must be a repair's name, a preset or a list of them, not {type(repairs).__name__}"
+        )
+    names = list(repairs)
+    bad = [name for name in names if not isinstance(name, str)]
+    if bad:
+        raise TypeError(f"repairs= must hold names (strings) only; found {bad[0]!r}")
+    return names
+
+
+def _choices() -> str:
+    return f"one of the repairs {', '.join(_BY_NAME)} or the presets {', '.join(REPAIR_PRESETS)}"
+
+
+def _check_needs(chosen: Repair, fmt: ChatFormat | None) -> None:
+    if fmt is not None and chosen.needs is not None and getattr(fmt, chosen.needs) is None:
+        raise ValueError(f"repair {chosen.name!r} needs {chosen.needs}= set: it has nothing to aim for")
+
+
+@with_options
+def repair(value: Any, repairs: str | Iterable[str], **options: Any) -> Repaired:
+    """Repair one failing value: `(fixed_value, applied, reason_after)`.
+
+    `repairs` is a preset ("safe", "all"), a repair's name, or a list of them (see
+    `REPAIRS`). The keyword arguments are the options of the check, listed below: the
+    value is repaired only if it fails under them, and re-audited under them.
+
+    >>> repair('[{"role": "human", "content": "Hi"}, {"role": "gpt", "content": "Yo"}]', "safe")
+    Repaired(value='[{"role":"user","content":"Hi"},{"role":"assistant","content":"Yo"}]', applied=['map_roles'], reason=None)
+    >>> repair([{"role": "user", "content": "Hi"}, {"role": "user", "content": "?"}], "merge_repeats")
+    Repaired(value=[{'role': 'user', 'content': 'Hi\\n\\n?'}], applied=['merge_repeats'], reason=None)
+    """
+    fmt = format_from(**options)
+    return repair_value(value, repair_names(repairs, fmt), fmt)
+
+
+def repair_value(value: Any, names: Iterable[str], fmt: ChatFormat) -> Repaired:
+    """`repair` with its parameters already checked (`names` as `repair_names` gives them)."""
+    return _repair_failing(value, problem_of(value, fmt), frozenset(names), fmt)
+
+
+def _repair_failing(value: Any, reason: str | None, names: frozenset[str], fmt: ChatFormat) -> Repaired:
+    """The named repairs of a value whose code is `reason`, each while the value still fails."""
+    work = _Work(value, fmt)
+    applied: list[str] = []
+    for chosen in REPAIRS:
+        if reason is None:
+            break
+        if chosen.name in names and work.apply(chosen):
+            applied.append(chosen.name)
+            reason = problem_of(work.current(), fmt)
+    if not applied:
+        return Repaired(value, [], reason)
+    fixed = work.result()
+    return Repaired(fixed, applied, problem_of(fixed, fmt))
+
+
+class _Work:
+    """A failing value under repair: the value as the text repairs left it, then its messages."""
+
+    def __init__(self, value: Any, fmt: ChatFormat) -> None:
+        self.value = value
+        self.fmt = fmt
+        self.ctx = context(fmt)
+        self.shape: Shape | None = None
+        self.messages: list[Any] | None = None
+        self.loaded = False
+        self.edited = False
+
+    def _messages(self) -> list[Any] | None:
+        """The messages of the value, decoded once (None when it holds none, or can't be read back)."""
+        if not self.loaded:
+            self.loaded = True
+            found = message_shape(_read(self.value), self.fmt)
+            if found is not None:
+                self.shape, self.messages = found
+        return self.messages
+
+    def apply(self, chosen: Repair) -> bool:
+        """Apply one repair; did it change the value?"""
+        if chosen.stage == TEXT:
+            out = chosen.fix(self.value, self.ctx)
+            if out is None:
+                return False
+            self.value, self.loaded = out, False
+            return True
+        messages = self._messages()
+        out = None if messages is None else chosen.fix(messages, self.ctx)
+        if out is None or (self.shape is not None and self.shape.single and len(out) != 1):
+            return False  # a lone ShareGPT message must stay one message to keep its form
+        self.messages, self.edited = out, True
+        return True
+
+    def current(self) -> Any:
+        """The value as it stands, for the check (natively, when its messages were repaired)."""
+        if self.edited and self.shape is not None and self.messages is not None:
+            return self.shape.build(self.messages)
+        return self.value
+
+    def result(self) -> Any:
+        """The repaired value in the input's form (JSON text written once, at the end)."""
+        built = self.current()
+        if not self.edited or not isinstance(self.value, TEXT_TYPES):
+            return built
+        text = _dump_json(built)
+        return text.decode() if isinstance(self.value, str) else text
+
+
+def _read(value: Any) -> Any:
+    """A value's messages holder: its JSON decoded (None if it can't be read back exactly), or the value."""
+    if not isinstance(value, TEXT_TYPES):
+        return value
+    try:
+        return _load_json(str(value) if isinstance(value, str) else value)
+    except Exception:  # noqa: BLE001 - text the check reads only by shortening its numbers: left as is
+        return None
+
+
+# --- Arrays ---------------------------------------------------------------------------------
+
+_APPLIED_TYPE = pa.list_(pa.string())
+
+
+def repair_array(
+    array: pa.Array | pa.ChunkedArray, repairs: str | Iterable[str], fmt: ChatFormat
+) -> tuple[pa.Array, pa.ListArray, pa.StringArray]:
+    """Repair every failing value of an array: the fixed values (of the input's type), the repairs
+    applied to each (a list, empty where none changed it) and each one's code after them.
+
+    The values are judged by the batch checker; only failing ones are read into Python and
+    repaired (`repair_value`'s function), each distinct text once per array. A chunked
+    array is combined into one.
+
+    >>> fixed, applied, after = repair_array(pa.array(['[{"role": "bot", "content": "x"}]']), "safe", ChatFormat(roles=["assistant"]))
+    >>> fixed.to_pylist(), applied.to_pylist(), after.to_pylist()
+    (['[{"role":"assistant","content":"x"}]'], [['map_roles']], [None])
+    """
+    names = frozenset(repair_names(repairs, fmt))
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks() if array.num_chunks else pa.array([], array.type)
+    if pa.types.is_string_view(array.type) or pa.types.is_binary_view(array.type):
+        # Arrow can't take from views: work on the large type, cast back at the end.
+        fixed, applied, after = _repair_array(array.cast(_large(array.type)), names, fmt)
+        return fixed.cast(array.type), applied, after
+    return _repair_array(array, names, fmt)
+
+
+def _repair_array(
+    array: pa.Array, names: frozenset[str], fmt: ChatFormat
+) -> tuple[pa.Array, pa.ListArray, pa.StringArray]:
+    reasons = check_array(array, fmt)
+    failing = np.flatnonzero(reasons.is_valid().to_numpy(zero_copy_only=False))
+    if not len(failing):
+        return array, pa.array([[]] * len(array), _APPLIED_TYPE), reasons
+    rows = array.take(pa.array(failing))
+    values = rows.to_pylist(maps_as_pydicts="lossy") if _has_map(array.type) else rows.to_pylist()
+    done = _repair_values(values, reasons.take(pa.array(failing)).to_pylist(), names, fmt)
+    applied: list[list[str]] = [[] for _ in range(len(array))]
+    after = reasons.to_pylist()
+    changed: dict[int, Any] = {}
+    for row, result in zip(failing.tolist(), done):
+        applied[row], after[row] = result.applied, result.reason
+        if result.applied:
+            changed[row] = result.value
+    fixed = _replace(array, list(changed), list(changed.values()))
+    return fixed, pa.array(applied, _APPLIED_TYPE), pa.array(after, pa.string())
+
+
+def _repair_values(
+    values: list[Any], reasons: list[str | None], names: frozenset[str], fmt: ChatFormat
+) -> list[Repaired]:
+    """Repair each value; equal texts (a batch repeats them) and missing values are repaired once."""
+    seen: dict[Any, Repaired] = {}
+    out = []
+    for value, reason in zip(values, reasons):
+        once = value is None or isinstance(value, (str, bytes))
+        result = seen.get(value) if once else None
+        if result is None:
+            result = _repair_failing(value, reason, names, fmt)
+            if once:
+                seen[value] = result
+        out.append(result)
+    return out
+
+
+def _replace(array: pa.Array, rows: list[int], values: list[Any]) -> pa.Array:
+    """`array` with `values` at `rows`, of the same type."""
+    if not rows:
+        return array
+    if isinstance(array.type, pa.BaseExtensionType):
+        storage = pa.array(values, array.type.storage_type)
+        replacements = pa.ExtensionArray.from_storage(array.type, storage)
+    else:
+        replacements = pa.array(values, array.type)
+    index = np.arange(len(array))
+    index[rows] = len(array) + np.arange(len(rows))
+    return pa.concat_arrays([array, replacements]).take(pa.array(index))
+
+
+def _large(dtype: pa.DataType) -> pa.DataType:
+    return pa.large_string() if pa.types.is_string_view(dtype) else pa.large_binary()

@@ -1,0 +1,123 @@
+"""`repair_array`: every Arrow form the batch checker reads comes back of its own type, with the
+values, repairs and codes that `repair` gives each value on its own."""
+
+from __future__ import annotations
+
+import importlib
+import json
+
+import pyarrow as pa
+import pytest
+
+from chatgate.rules import ChatFormat, repair, repair_array
+
+repair_module = importlib.import_module("chatgate.rules.repair")
+
+
+def msg(role, content="x"):
+    return {"role": role, "content": content}
+
+
+FIXABLE = [msg("human", "a"), msg("user", "b"), msg("gpt", "c")]
+PASSING = [msg("user", "a"), msg("assistant", "b")]
+UNFIXABLE = [msg("user", "a"), msg("narrator", "b")]
+VALUES = [FIXABLE, PASSING, None, UNFIXABLE, FIXABLE]
+OPTIONS = {"last_role": "assistant"}
+FMT = ChatFormat(**OPTIONS)
+
+TEXTS = [None if v is None else json.dumps(v) for v in VALUES]
+EXPECTED_APPLIED = [["map_roles", "merge_repeats"], [], [], [], ["map_roles", "merge_repeats"]]
+EXPECTED_AFTER = [None, None, "not_messages", "unknown_role", None]
+
+
+def _json_extension(texts):
+    return pa.ExtensionArray.from_storage(pa.json_(), pa.array(texts, pa.string()))
+
+
+TEXT_ARRAYS = {
+    "string": lambda: pa.array(TEXTS, pa.string()),
+    "large_string": lambda: pa.array(TEXTS, pa.large_string()),
+    "string_view": lambda: pa.array(TEXTS, pa.string_view()),
+    "binary": lambda: pa.array([None if t is None else t.encode() for t in TEXTS], pa.binary()),
+    "large_binary": lambda: pa.array([None if t is None else t.encode() for t in TEXTS], pa.large_binary()),
+    "binary_view": lambda: pa.array([None if t is None else t.encode() for t in TEXTS], pa.binary_view()),
+    "dictionary": lambda: pa.array(TEXTS, pa.dictionary(pa.int8(), pa.string())),
+    "json_extension": lambda: _json_extension(TEXTS),
+}
+
+
+@pytest.mark.parametrize("kind", list(TEXT_ARRAYS))
+def test_text_arrays_keep_their_type(kind):
+    array = TEXT_ARRAYS[kind]()
+    fixed, applied, after = repair_array(array, "safe", FMT)
+    assert fixed.type == array.type
+    assert applied.type == pa.list_(pa.string()) and after.type == pa.string()
+    values = array.to_pylist()
+    assert fixed.to_pylist() == [repair(v, "safe", **OPTIONS).value for v in values]
+    assert applied.to_pylist() == EXPECTED_APPLIED
+    assert after.to_pylist() == EXPECTED_AFTER
+    unchanged = [i for i, names in enumerate(EXPECTED_APPLIED) if not names]
+    assert [fixed[i].as_py() for i in unchanged] == [values[i] for i in unchanged]
+
+
+def test_native_list_of_structs():
+    array = pa.array(VALUES)
+    fixed, applied, after = repair_array(array, "safe", FMT)
+    assert fixed.type == array.type
+    merged = {"role": "user", "content": "a\n\nb"}
+    assert fixed.to_pylist() == [
+        [merged, msg("assistant", "c")],
+        PASSING,
+        None,
+        UNFIXABLE,
+        [merged, msg("assistant", "c")],
+    ]
+    assert applied.to_pylist() == EXPECTED_APPLIED and after.to_pylist() == EXPECTED_AFTER
+
+
+def test_native_wrapper_structs_and_map_messages():
+    wrapped = pa.array([{"id": i, "messages": v} for i, v in enumerate([FIXABLE, PASSING])])
+    fixed, _, after = repair_array(wrapped, "safe", FMT)
+    assert fixed.type == wrapped.type and after.to_pylist() == [None, None]
+    assert fixed.to_pylist()[0] == {
+        "id": 0,
+        "messages": [{"role": "user", "content": "a\n\nb"}, msg("assistant", "c")],
+    }
+    maps = pa.array([FIXABLE, PASSING], pa.list_(pa.map_(pa.string(), pa.string())))
+    fixed, applied, _ = repair_array(maps, "safe", FMT)
+    assert fixed.type == maps.type and applied.to_pylist() == EXPECTED_APPLIED[:2]
+    assert dict(fixed.to_pylist()[0][0]) == {"role": "user", "content": "a\n\nb"}
+
+
+def test_chunked_array_is_combined():
+    chunked = pa.chunked_array([pa.array(TEXTS[:2]), pa.array(TEXTS[2:])])
+    fixed, applied, after = repair_array(chunked, "safe", FMT)
+    assert isinstance(fixed, pa.Array) and fixed.type == pa.string()
+    assert applied.to_pylist() == EXPECTED_APPLIED and after.to_pylist() == EXPECTED_AFTER
+    empty = repair_array(pa.chunked_array([], pa.string()), "safe", FMT)
+    assert [len(a) for a in empty] == [0, 0, 0]
+
+
+def test_passing_array_comes_back_as_itself():
+    array = pa.array([json.dumps(PASSING)] * 3)
+    fixed, applied, after = repair_array(array, "all", FMT)
+    assert fixed is array
+    assert applied.to_pylist() == [[], [], []] and after.null_count == 3
+
+
+def test_each_distinct_text_is_repaired_once(monkeypatch):
+    calls = []
+    real = repair_module._repair_failing
+
+    def counting(value, *args):
+        calls.append(value)
+        return real(value, *args)
+
+    monkeypatch.setattr(repair_module, "_repair_failing", counting)
+    repair_array(pa.array(TEXTS * 3), "safe", FMT)
+    assert sorted(calls, key=str) == sorted({TEXTS[0], None, TEXTS[3]}, key=str)
+
+
+def test_names_are_checked_before_any_value():
+    with pytest.raises(ValueError, match="needs first_role="):
+        repair_array(pa.array(TEXTS), "drop_leading", FMT)
