@@ -18,6 +18,13 @@ from .job.config import DEFAULT_MEMORY_LIMIT, ENGINES, load_config
 from .job.runner import EXIT_CRITICAL, EXIT_ERROR, EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from .rules import FORMATS
 from .rules.options import chat_options, kind_of
+from .runreport.command import (
+    REPORT_DESCRIPTION,
+    REPORT_EPILOG,
+    REPORT_HELP,
+    add_report_arguments,
+    report_from_args,
+)
 
 NOT_OVERRIDES = ("config", "command", "quiet", "debug")
 
@@ -36,6 +43,16 @@ def build_parser(prog: str = "chatgate") -> argparse.ArgumentParser:
             help="check a table and write quarantine, summary, valid",
             description="Check the chat columns of a table and write the quarantine, summary and valid tables.",
             epilog=RUN_EPILOG,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            allow_abbrev=False,
+        )
+    )
+    add_report_arguments(
+        commands.add_parser(
+            "report",
+            help=REPORT_HELP,
+            description=REPORT_DESCRIPTION,
+            epilog=REPORT_EPILOG,
             formatter_class=argparse.RawDescriptionHelpFormatter,
             allow_abbrev=False,
         )
@@ -162,6 +179,8 @@ def _exit_on_sigterm(signum: int, frame: Any) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "report":
+        return report_from_args(args)
     return run_from_args(args)
 
 

@@ -370,6 +370,17 @@ class Validate:
         self._require_interrogated()
         return json.dumps([_step_json(s) for s in self.steps], indent=2, default=str)
 
+    def get_tabular_report(self, title: str | None = ":default:") -> Any:
+        """The validation table in pointblank's look, as a great_tables `GT`.
+
+        It shows in notebooks, and `.as_raw_html()` gives its HTML. `title` is
+        ":default:", ":tbl_name:", ":none:" (or None) for no header, or a text of one's own.
+        """
+        from .runreport.tabular import validation_table
+
+        self._require_interrogated()
+        return validation_table(self, title)
+
     # -- display ----------------------------------------------------------------
 
     def __repr__(self) -> str:

@@ -1,0 +1,85 @@
+"""The history chart: failed rows per reason over the last runs, as inline SVG.
+
+matplotlib draws it: its SVG output is a plain vector image that sits inside the
+page with no script, font or file to fetch, so the report opens offline and in
+mail clients that block scripts (an Altair/Vega chart would need Vega's JavaScript
+embedded, about 1 MB, or a renderer binary to turn it into SVG). Text stays text
+(`svg.fonttype: none`), so the page's search finds run ids and reasons in it;
+matplotlib escapes it as XML.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+
+from ..rules import reason_rank
+from .examples import clip
+from .model import HistoryPoint
+
+RUN_LABEL_CHARS = 18
+
+
+def history_svg(history: list[HistoryPoint], chosen: str) -> str:
+    """A stacked bar per run (oldest first), one color per reason, the chosen run's label in bold."""
+    import matplotlib
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    reasons = sorted({r for point in history for r in point.reasons}, key=reason_rank)
+    fig = Figure(figsize=(min(14.0, 4.5 + 0.5 * len(history)), 3.4), layout="constrained")
+    ax = fig.subplots()
+    positions = list(range(len(history)))
+    bottoms = [0] * len(history)
+    # Colors follow the reasons' global order: a reason keeps its color from report to report.
+    colors = matplotlib.colormaps["tab20"]
+    for reason in reasons:
+        heights = [point.reasons.get(reason, 0) for point in history]
+        ax.bar(
+            positions,
+            heights,
+            bottom=bottoms,
+            width=0.7,
+            label=reason,
+            color=colors(reason_rank(reason) % 20),
+        )
+        bottoms = [b + h for b, h in zip(bottoms, heights)]
+    labels = [clip(point.run_id, RUN_LABEL_CHARS) for point in history]
+    ax.set_xticks(
+        positions,
+        labels=labels,
+        rotation=30 if len(history) > 4 else 0,
+        ha="right" if len(history) > 4 else "center",
+    )
+    for tick, point in zip(ax.get_xticklabels(), history):
+        if point.run_id == chosen:
+            tick.set_fontweight("bold")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylabel("failed rows (all steps)")
+    ax.spines[["top", "right"]].set_visible(False)
+    if reasons:
+        handles, names = ax.get_legend_handles_labels()  # listed top to bottom, as the bars stack
+        ax.legend(
+            handles[::-1],
+            names[::-1],
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1.0),
+            frameon=False,
+            fontsize=8,
+        )
+    else:
+        ax.set_ylim(0, 1)
+        ax.text(
+            0.5, 0.5, "no failed rows in these runs", transform=ax.transAxes, ha="center", color="#666666"
+        )
+    out = io.StringIO()
+    # A fixed hash salt and no date: the same history draws the same SVG.
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "chatgate"}):
+        fig.savefig(out, format="svg", metadata={"Date": None})
+    return _inline(out.getvalue())
+
+
+def _inline(svg: str) -> str:
+    """The <svg> element alone, scaling to its box: no XML declaration or doctype (it goes inside HTML), no metadata."""
+    element = re.sub(r"\s*<metadata>.*?</metadata>", "", svg[svg.index("<svg") :], count=1, flags=re.S)
+    return element.replace("<svg ", '<svg style="max-width:100%;height:auto" ', 1)
