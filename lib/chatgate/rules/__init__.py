@@ -14,6 +14,8 @@ from .datasets import (
     majority_format,
     value_format,
 )
+from .locate import Problem, locate, locate_array, location_of, problems, problems_array, problems_of
+from .locate_rows import RowProblem, locate_row, row_problems, row_problems_array
 from .reference import first_problem, problem_of
 from .repair import REPAIR_PRESETS, REPAIRS, Repaired, repair, repair_array, repair_names, repair_value
 from .spec import DEFAULT_ROLES, SHAREGPT_ROLES, ChatFormat, format_from, sample_profile
@@ -32,8 +34,10 @@ __all__ = [
     "ChatFormat",
     "DatasetCheck",
     "LabelCheck",
+    "Problem",
     "Repaired",
     "RowCheck",
+    "RowProblem",
     "check_array",
     "check_batch",
     "check_values",
@@ -45,10 +49,19 @@ __all__ = [
     "first_row_problem",
     "format_counts",
     "label_problem",
+    "locate",
+    "locate_array",
+    "locate_row",
+    "location_of",
     "majority_format",
     "phrase",
     "problem_of",
+    "problems",
+    "problems_array",
+    "problems_of",
     "reason_rank",
+    "row_problems",
+    "row_problems_array",
     "repair",
     "repair_array",
     "repair_names",

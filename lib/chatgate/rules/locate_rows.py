@@ -1,0 +1,288 @@
+"""Where a failing row's problems are, for every row check: the column and the message.
+
+A row check (`checks.RowCheck`) may read several columns: a conversation column
+with the row's `tools` and `images` (`ChatCheck`), a label (`LabelCheck`), the
+columns of a dataset type (`datasets.DatasetCheck`). A problem of a row is then
+a `RowProblem`: its code, the column it was found in, and the index of the
+message in that column's list (as `locate_sites` places it).
+
+- The column is None for a problem of the row as a whole: a row that mixes
+  formats (`mixed_format` under format="auto"), `same_pair`, `implicit_prompt`.
+- `not_messages`, `not_text`, `empty_text`, `not_label` and a `mixed_format`
+  value (format pinned) are in their column, at no message (None); `bad_tools`
+  is in the tools column, `image_count` in the conversation's.
+- The parts of a dataset row are judged as `DatasetCheck` judges them, each
+  problem placed in the column its message is in: a prompt's in the prompt, a
+  completion's in the completion, and the problem of a whole conversation made
+  of the prompt and an answer (completion, chosen, rejected) in whichever of the
+  two holds the message (a problem of that whole conversation, such as
+  `missing_role`, in the answer's column). A problem found in several parts (a
+  prompt's unknown role, judged with each answer) is listed once.
+- Order: the row's own problems first, then column by column in the check's
+  order, in message order, and at one message in table order. The first in
+  `ALL_REASONS` order is the row's code (`RowCheck.check_row`).
+
+The walk over a dataset row repeats `DatasetCheck.check_row`'s, keeping where each
+problem is; tests/test_locate_agreement.py pins that both give the same code on
+every labelled example and on the corpus.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+import pyarrow as pa
+
+from .checks import ChatCheck, LabelCheck, RowCheck, column_values, label_problem
+from .codes import first_reason, reason_rank
+from .datasets import (
+    IMPLICIT_PREFERENCE,
+    LANGUAGE_MODELING,
+    PROMPT_ONLY,
+    DatasetCheck,
+)
+from .formats import CONV, MISSING_VALUE, STANDARD, TEXT, classify
+from .judge import COMPLETION, PROMPT, WHOLE
+from .locate import problems_of
+from .locate_sites import Problem, problems_in
+from .messages import Read, image_total, messages_in, read_messages
+from .tools import declared_names
+from .values import common_prefix, same_value
+
+
+class RowProblem(NamedTuple):
+    """One problem of a row: its code, its column (None: the row as a whole), its message."""
+
+    code: str
+    column: str | None
+    message: int | None
+
+
+def row_problems(check: RowCheck, row: Mapping[str, Any]) -> list[RowProblem]:
+    """Every problem of one row (column name -> value) under a row check; empty when it passes.
+
+    >>> from chatgate.rules import dataset_checks
+    >>> check = dataset_checks("prompt_completion", ["prompt", "completion"])[0]
+    >>> row_problems(check, {"prompt": [{"role": "user", "content": "Hi"}], "completion": [{"role": "user", "content": "Yo"}]})
+    [RowProblem(code='completion_role', column='completion', message=0), RowProblem(code='not_alternating', column='completion', message=0)]
+    """
+    if isinstance(check, ChatCheck):
+        found = _chat_problems(check, row)
+    elif isinstance(check, DatasetCheck):
+        found = _dataset_problems(check, row)
+    elif isinstance(check, LabelCheck):
+        code = label_problem(row.get(check.column), check.na_pass)
+        found = [] if code is None else [RowProblem(code, check.column, None)]
+    else:  # a check this module doesn't know: its code, for the row as a whole
+        code = check.check_row(row)
+        found = [] if code is None else [RowProblem(code, None, None)]
+    place = {column: i for i, column in enumerate(check.columns)}
+    unique = dict.fromkeys(found)  # one problem found by several parts is listed once
+    return sorted(
+        unique,
+        key=lambda p: (
+            -1 if p.column is None else place.get(p.column, len(place)),
+            -1 if p.message is None else p.message,
+            reason_rank(p.code),
+        ),
+    )
+
+
+def locate_row(check: RowCheck, row: Mapping[str, Any], code: str | None = None) -> RowProblem | None:
+    """The first problem of a row with `code` (None: the row's own code), or None when it passes.
+
+    >>> locate_row(ChatCheck("messages"), {"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": ""}]})
+    RowProblem(code='not_alternating', column='messages', message=1)
+    """
+    found = row_problems(check, row)
+    if code is None:
+        code = first_reason(problem.code for problem in found)
+    return next((problem for problem in found if problem.code == code), None)
+
+
+def _chat_problems(check: ChatCheck, row: Mapping[str, Any]) -> list[RowProblem]:
+    tools, images = check.tools_column, check.images_column
+    declared = declared_names(row.get(tools)) if tools else None
+    count = image_total(row.get(images)) if images else None
+    found = problems_of(row.get(check.column), check.fmt, declared=declared, images=count)
+    return [RowProblem(p.code, tools if p.code == "bad_tools" else check.column, p.message) for p in found]
+
+
+# --- Dataset types: `DatasetCheck.check_row`, each part's problems placed in their column ---
+
+
+def _dataset_problems(check: DatasetCheck, row: Mapping[str, Any]) -> list[RowProblem]:
+    values = {f: row.get(check.column_of(f)) for f in check.fields}
+    found: list[RowProblem] = []
+    if "label" in values:
+        code = label_problem(values.pop("label"), check.fmt.na_pass)
+        if code is not None:
+            found.append(RowProblem(code, check.column_of("label"), None))
+    mode = STANDARD if check.dataset_type == LANGUAGE_MODELING else check.format
+    kinds = {f: classify(v, mode) for f, v in values.items()}
+    row_format = check._row_format(kinds)
+    if row_format is None:
+        found.append(RowProblem("mixed_format", None, None))
+    elif row_format == STANDARD:
+        found.extend(_standard(check, kinds))
+    else:
+        found.extend(_conversational(check, kinds, row))
+    return found
+
+
+def _standard(check: DatasetCheck, kinds: dict[str, tuple[str, Any]]) -> list[RowProblem]:
+    """`DatasetCheck._standard`, each code in its column."""
+    found: list[RowProblem] = []
+    texts: dict[str, str] = {}
+    for name, (kind, value) in kinds.items():
+        code = None
+        if kind == MISSING_VALUE:
+            code = None if check.fmt.na_pass else "not_text"
+        elif kind == CONV:
+            code = "mixed_format"
+        elif kind != TEXT:
+            code = "not_text"
+        elif not value or value.isspace():
+            code = "empty_text"
+        else:
+            texts[name] = value
+        if code is not None:
+            found.append(RowProblem(code, check.column_of(name), None))
+    if "chosen" in texts and "rejected" in texts:
+        chosen, rejected = texts["chosen"], texts["rejected"]
+        if chosen == rejected:
+            found.append(RowProblem("same_pair", None, None))
+        elif check.dataset_type == IMPLICIT_PREFERENCE:
+            prefix = os.path.commonprefix([chosen, rejected])
+            if not prefix or prefix in (chosen, rejected):
+                found.append(RowProblem("implicit_prompt", None, None))
+    return found
+
+
+class _Parts:
+    """The parts of one conversational row, judged as `DatasetCheck._conversational` judges them."""
+
+    def __init__(self, check: DatasetCheck, row: Mapping[str, Any]) -> None:
+        self.check = check
+        self.declared = declared_names(row.get(check.tools_column)) if check.tools_column else None
+        self.images = image_total(row.get(check.images_column)) if check.images_column else None
+        self.found: list[RowProblem] = []
+
+    def judge(self, read: Read, part: str, *columns: tuple[str, int], offset: int = 0) -> None:
+        """Problems of `read` judged as `part`. `columns` are (field, length) of the lists it is
+        made of, in order, so that each message is placed in its own column; `offset` is
+        where `read` starts in a one-column value (a continuation after a shared prompt).
+        A whole conversation is judged with the row's tools and images."""
+        whole = part == WHOLE or (part == PROMPT and self.check.dataset_type == PROMPT_ONLY)
+        declared, images = (self.declared, self.images) if whole else (None, None)
+        for p in problems_in(read, self.check.fmt, part=part, declared=declared, images=images):
+            self.found.append(self._placed(p, columns, offset))
+
+    def _placed(self, problem: Problem, columns: tuple[tuple[str, int], ...], offset: int) -> RowProblem:
+        if problem.code == "bad_tools":
+            return RowProblem(problem.code, self.check.tools_column, None)
+        last = columns[-1][0]
+        message = problem.message
+        if message is None:  # the whole conversation: the column of its last part
+            return RowProblem(problem.code, self.check.column_of(last), None)
+        for name, size in columns:
+            if message < size or name == last:
+                return RowProblem(problem.code, self.check.column_of(name), message + offset)
+            message -= size
+        raise AssertionError("unreachable: the last column takes what is left")
+
+
+def _conversational(
+    check: DatasetCheck, kinds: dict[str, tuple[str, Any]], row: Mapping[str, Any]
+) -> list[RowProblem]:
+    """`DatasetCheck._conversational`, each problem in its column."""
+    fmt = check.fmt
+    parts = _Parts(check, row)
+    reads: dict[str, Read] = {}
+    raw: dict[str, list[Any]] = {}
+    for name, (kind, value) in kinds.items():
+        code = None
+        if kind == MISSING_VALUE:
+            code = None if fmt.na_pass else "not_messages"
+        elif kind == TEXT:
+            code = "mixed_format"
+        else:
+            messages = messages_in(value, fmt) if kind == CONV else None
+            if messages is None:
+                code = "not_messages"
+            else:
+                raw[name] = messages
+                reads[name] = read_messages(messages, fmt, extras=True)
+        if code is not None:
+            parts.found.append(RowProblem(code, check.column_of(name), None))
+    prompt = reads.get("prompt")
+    if check.dataset_type == PROMPT_ONLY:
+        if prompt is not None:
+            parts.judge(prompt, PROMPT, ("prompt", len(prompt.roles)))
+    elif check.dataset_type == IMPLICIT_PREFERENCE:
+        _implicit(parts, raw, reads)
+    else:
+        if prompt is not None:
+            parts.judge(prompt, PROMPT, ("prompt", len(prompt.roles)))
+        for name in ("completion", "chosen", "rejected"):
+            answer = reads.get(name)
+            if answer is None:
+                continue
+            parts.judge(answer, COMPLETION, (name, len(answer.roles)))
+            if prompt is not None:
+                sizes = (("prompt", len(prompt.roles)), (name, len(answer.roles)))
+                parts.judge(prompt.then(answer), WHOLE, *sizes)
+        if "chosen" in raw and "rejected" in raw and same_value(raw["chosen"], raw["rejected"]):
+            parts.found.append(RowProblem("same_pair", None, None))
+    return parts.found
+
+
+def _implicit(parts: _Parts, raw: dict[str, list[Any]], reads: dict[str, Read]) -> None:
+    """`DatasetCheck`'s implicit preference: each value whole, then the shared prompt and the
+    two continuations (their messages placed at their index in chosen and rejected)."""
+    for name in ("chosen", "rejected"):
+        if name in reads:
+            parts.judge(reads[name], WHOLE, (name, len(reads[name].roles)))
+    if "chosen" not in raw or "rejected" not in raw:
+        return
+    chosen, rejected = raw["chosen"], raw["rejected"]
+    if same_value(chosen, rejected):
+        parts.found.append(RowProblem("same_pair", None, None))
+        return
+    shared = common_prefix(chosen, rejected)
+    if shared == 0 or shared in (len(chosen), len(rejected)):
+        parts.found.append(RowProblem("implicit_prompt", None, None))
+        return
+    parts.judge(reads["chosen"].head(shared), PROMPT, ("chosen", shared))
+    for name in ("chosen", "rejected"):
+        tail = reads[name].tail(shared)  # the continuation starts at message `shared`
+        parts.judge(tail, COMPLETION, (name, len(tail.roles)), offset=shared)
+
+
+# --- Arrow batches, for the engines -------------------------------------------------------
+
+ROW_PROBLEM_TYPE = pa.struct([("code", pa.string()), ("column", pa.string()), ("message", pa.int32())])
+"""The type of one problem in `row_problems_array`."""
+
+
+def row_problems_array(
+    check: RowCheck, batch: pa.RecordBatch | pa.Table, codes: pa.Array | pa.ChunkedArray | None = None
+) -> pa.ListArray:
+    """`row_problems` for each row of a batch: a list of struct<code, column, message>.
+
+    `codes` are the rows' codes when the caller has them (`check.check(batch)`, computed
+    here otherwise): only the rows with a code are read; the others get an empty list.
+    """
+    found: list[str | None] = (check.check(batch) if codes is None else codes).to_pylist()
+    if len(found) != batch.num_rows:
+        raise ValueError(f"{len(found)} codes for {batch.num_rows} rows")
+    rows = [i for i, code in enumerate(found) if code is not None]
+    out: list[list[RowProblem]] = [[] for _ in found]
+    if rows:
+        failing = batch.take(pa.array(rows, pa.int64()))
+        values = {name: column_values(failing, name) for name in check.columns}
+        for k, i in enumerate(rows):
+            out[i] = row_problems(check, {name: column[k] for name, column in values.items()})
+    return pa.array([[p._asdict() for p in problems] for problems in out], pa.list_(ROW_PROBLEM_TYPE))
