@@ -12,7 +12,7 @@ from collections import defaultdict
 from typing import Any
 
 from ..job.outputs import SUMMARY_RUN_ID, SUMMARY_SCHEMA
-from .examples import QUARANTINE_COLUMNS, find_examples
+from .examples import find_examples
 from .model import HistoryPoint, RunInfo, RunReport, StepSummary
 from .tables import ReportError, open_delta, require_columns
 
@@ -152,6 +152,3 @@ def _history_point(run_id: str, rows: list[dict[str, Any]]) -> HistoryPoint:
         failed=sum(int(row["failed"]) for row in rows),
         reasons=dict(reasons),
     )
-
-
-__all__ = ["QUARANTINE_COLUMNS", "ReportError", "load_report"]
