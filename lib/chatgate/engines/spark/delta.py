@@ -66,7 +66,14 @@ def quoted(part: str) -> str:
 
 
 def path_ref(path: str) -> str:
-    """The SQL name of the Delta table at `path`: delta.`path`."""
+    """The SQL name of the Delta table at `path`: delta.`path`.
+
+    Delta takes only absolute paths there (delta.`lake/chats` is "table not found"), so a
+    relative local path is made absolute from the working directory, as the reads and
+    writes of a path resolve it.
+    """
+    if "://" not in path and not path.startswith("file:"):
+        path = os.path.abspath(path)
     return f"delta.{quoted(path)}"
 
 
