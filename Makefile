@@ -10,7 +10,7 @@ JARS_STAMP := $(JARS_DIR)/.resolved
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help setup jars run test test-all fuzz bench bench-large lint dist clean
+.PHONY: help setup jars run spark-submit test test-all fuzz bench bench-large lint dist clean
 .PHONY: airflow-env airflow-test
 
 help: ## List the targets
@@ -36,6 +36,14 @@ jars: $(JARS_STAMP) ## Fetch Delta Lake's Spark jars from Maven Central into .ca
 
 run: setup ## Build a sample lakehouse, run the job on the embedded default, query the quarantine
 	$(PY) -m chatgate.demo
+
+SPARK_MASTER ?= local[2]
+ARGS ?=
+
+spark-submit: setup jars ## Run the job with .venv's spark-submit and Delta's jars: make spark-submit ARGS='--config conf/example.yaml'
+	PYSPARK_PYTHON=$(CURDIR)/$(PY) PYSPARK_DRIVER_PYTHON=$(CURDIR)/$(PY) $(VENV)/bin/spark-submit \
+	  --master '$(SPARK_MASTER)' --jars "$$(ls $(JARS_DIR)/*.jar | paste -sd, -)" \
+	  jobs/validate_chat.py $(ARGS)
 
 test: setup jars airflow-env ## Run the test suite (Spark tests included)
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -1,44 +1,359 @@
-"""The README's Python examples run as written, and its printed report is what the code prints."""
+"""The README runs as written: every sh, SQL and Python block, from the repo root, in order.
+
+Each code block runs as a reader would run it, top to bottom after `make setup`, from
+the repo root and with nothing activated:
+
+- ```sh blocks with bash (`set -euo pipefail`: every command must succeed) in a clean
+  environment: no virtual environment on PATH, no Spark or PySpark variables, no outer
+  make's flags;
+- ```python and ```py blocks in one Python namespace, in order, as one interpreter
+  session would (a block may use what an earlier one made);
+- ```sql blocks on the engine their first line names (`-- DuckDB SQL`, `-- Spark SQL`,
+  `-- DuckDB or Spark SQL`: then on both): DuckDB on the connection `con` the README's
+  Python opened, Spark in the shared test session, where the README's Python registered
+  the views. A query must return rows.
+
+"The repo root" is a temporary directory that mirrors it: a symlink to each entry of the
+repository that git doesn't ignore, plus `.venv` and `.cache` (what `make setup` and `make
+jars` build). What the blocks write (`sample_lakehouse/`, `lake/`, ...) lands there, never
+in the repository.
+
+Before a block, the blocks above it run (each once per module), but a block that doesn't
+need Spark never waits for one that does. A block that can't run here (it needs a server
+or a cluster, or would run this test) says so right above it in the README, as
+`<!-- not run: why -->`: its test is skipped with that reason, and no other block is.
+Plain blocks (```, ```text) are output or diagrams; one that follows a line saying
+"prints" is what the block before it prints, and is compared with it.
+"""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
+import os
 import re
+import shlex
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+
+RUNNERS = {"sh": "sh", "sql": "sql", "python": "python", "py": "python"}
+"""Each language a block may be written in that the test runs, and how it runs it."""
+
+PLAIN = ("", "text")
+"""Blocks that aren't code: a program's output, a diagram."""
+
+SQL_ENGINES = {
+    "-- DuckDB or Spark SQL": ("duckdb", "spark"),
+    "-- DuckDB SQL": ("duckdb",),
+    "-- Spark SQL": ("spark",),
+}
+"""A SQL block's first line, and the engines it runs on."""
+
+BUILT = (".venv", ".cache")
+"""Ignored by git, made by `make setup` and `make jars`: the mirror of the repo root has them."""
+
+FENCE = re.compile(r"^```([^`\n]*)\n(.*?)^```[ \t]*$", re.S | re.M)
+NOT_RUN = re.compile(r"<!--\s*not run:(.*?)-->")
+NEEDS_SPARK = re.compile(
+    r"--engine spark|spark-submit|SPARK_REMOTE|pyspark|get_spark|SparkEngine|SparkSession"
+)
+COMMAND_LINE = re.compile(
+    r"^(\$ |make |\.venv/|python3? |import \w|from [\w.]+ import |SELECT |spark-submit )", re.M
+)
+DURATION = re.compile(r"^(chatgate run .* · )\d+(\.\d+)? s$", re.M)
+SH_TIMEOUT = 1800  # seconds: the Spark job blocks start a JVM each, on a busy machine
 
 
-def test_readme_has_python_examples():
-    assert len(BLOCKS) >= 3
+@dataclass(frozen=True)
+class Block:
+    number: int  # among the README's fenced blocks, from 1
+    line: int  # of the opening fence
+    language: str  # as written after the fence
+    code: str
+    before: str  # the last non-blank line above the fence
+    after: str  # the text between this block and the next one
+
+    @property
+    def kind(self) -> str | None:
+        return RUNNERS.get(self.language)
+
+    @property
+    def not_run(self) -> str | None:
+        """The reason given in a `<!-- not run: ... -->` line right above the block (maybe blank)."""
+        match = NOT_RUN.fullmatch(self.before.strip())
+        return match.group(1).strip() if match else None
+
+    @property
+    def engines(self) -> tuple[str, ...]:
+        """What the block runs on: the engines of a SQL block, else its kind."""
+        if self.kind == "sql":
+            first = self.code.split("\n", 1)[0].strip()
+            return SQL_ENGINES.get(first, ())
+        return (self.kind,) if self.kind else ()
+
+    def needs_spark(self, engine: str) -> bool:
+        return engine == "spark" if self.kind == "sql" else bool(NEEDS_SPARK.search(self.code))
+
+    def shown(self) -> str | None:
+        """The output shown for this block: a plain block right after it, below a line saying "prints"."""
+        between = self.after.strip()
+        following = BLOCKS[self.number] if self.number < len(BLOCKS) else None
+        if (
+            following
+            and following.language in PLAIN
+            and "\n" not in between
+            and re.search(r"\bprints\b", between)
+        ):
+            return following.code
+        return None
+
+    def __str__(self) -> str:
+        return f"README.md line {self.line} (```{self.language})"
 
 
-@pytest.mark.parametrize("n", range(len(BLOCKS)))
-def test_readme_python_example_runs(n):
-    # Blocks may build on the one before (the extract reads `validation`), as a reader would run them.
-    namespace: dict = {}
-    for block in BLOCKS[: n + 1]:
-        with contextlib.redirect_stdout(io.StringIO()):
-            exec(compile(block, f"README.md block {n + 1}", "exec"), namespace)
+def parse(text: str) -> list[Block]:
+    matches = list(FENCE.finditer(text))
+    blocks = []
+    for n, match in enumerate(matches):
+        above = text[: match.start()].rstrip().rsplit("\n", 1)[-1]
+        end = matches[n + 1].start() if n + 1 < len(matches) else len(text)
+        line = text.count("\n", 0, match.start()) + 1
+        blocks.append(
+            Block(n + 1, line, match.group(1).strip(), match.group(2), above, text[match.end() : end])
+        )
+    return blocks
 
 
-def test_readme_shows_what_the_first_example_prints():
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(BLOCKS[0], "README.md block 1", "exec"), {})
-    printed = out.getvalue().strip()
-    shown = re.search(r"prints\n\n```\n(.*?)```", README.read_text(), flags=re.S).group(1).strip()
-    assert printed == shown
+BLOCKS = parse(README.read_text())
+RUNS = [(block, engine) for block in BLOCKS for engine in block.engines]
+"""Every run of a block, in README order: a block on each of its engines."""
 
 
-def test_readme_gives_the_two_commands_first():
+def _param(block: Block, engine: str) -> object:
+    name = f"line{block.line}-{block.language}" + (f"-{engine}" if block.kind == "sql" else "")
+    marks = [pytest.mark.spark] if block.needs_spark(engine) else []
+    return pytest.param(block, engine, id=name, marks=marks)
+
+
+# -- the mirror of the repo root, and a reader going through the README ---------------
+
+
+def _ignored(names: list[str]) -> set[str]:
+    """The entries of the repo root git ignores (outputs of earlier runs, caches, the venv)."""
+    done = subprocess.run(
+        ["git", "check-ignore", "--stdin"], cwd=ROOT, input="\n".join(names), capture_output=True, text=True
+    )
+    assert done.returncode in (0, 1), f"git check-ignore failed: {done.stderr}"  # 1: nothing ignored
+    return {line.rstrip("/") for line in done.stdout.splitlines()}
+
+
+def clean_env() -> dict[str, str]:
+    """The environment of a fresh shell: nothing activated, no Spark settings, no outer make's flags."""
+    venv_bins = {os.path.realpath(Path(sys.prefix) / "bin"), os.path.realpath(ROOT / ".venv" / "bin")}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("PYSPARK", "_PYSPARK", "SPARK_", "MAKE", "MFLAGS", "PYTEST_"))
+        and key not in ("VIRTUAL_ENV", "PYTHONHOME", "PYTHONPATH", "CHATGATE_JARS_DIR")
+    }
+    path = [p for p in env.get("PATH", "").split(os.pathsep) if p and os.path.realpath(p) not in venv_bins]
+    env["PATH"] = os.pathsep.join(path)
+    return env
+
+
+@contextlib.contextmanager
+def _cwd(path: Path) -> Iterator[None]:
+    before = Path.cwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+class Reader:
+    """One reader going through the README in its mirror of the repo root, each run of a block once."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.namespace: dict[str, object] = {"__name__": "__readme__"}
+        self.outcomes: dict[tuple[int, str], tuple[bool, str]] = {}
+        self.spark: object = None
+        self.views_before: set[str] = set()
+
+    def run(self, block: Block, engine: str, request: pytest.FixtureRequest) -> str:
+        """Run the blocks above `block` (those it may need), then `block`; what it printed."""
+        spark = block.needs_spark(engine)
+        for earlier, earlier_engine in RUNS:
+            if (earlier, earlier_engine) == (block, engine):
+                break
+            if earlier.not_run is not None or (earlier.needs_spark(earlier_engine) and not spark):
+                continue
+            ok, text = self._once(earlier, earlier_engine, request)
+            if not ok:
+                pytest.fail(f"{earlier}, above this block, failed:\n{text}")
+        ok, text = self._once(block, engine, request)
+        if not ok:
+            pytest.fail(f"{block} failed:\n{text}")
+        return text
+
+    def _once(self, block: Block, engine: str, request: pytest.FixtureRequest) -> tuple[bool, str]:
+        key = (block.number, engine)
+        if key not in self.outcomes:
+            if block.needs_spark(engine) and self.spark is None:
+                self.spark = request.getfixturevalue("spark")
+                self.views_before = self._views()
+            try:
+                self.outcomes[key] = (True, self._execute(block, engine))
+            except Exception as exc:  # noqa: BLE001 - reported by the test of this block and of those after it
+                self.outcomes[key] = (False, f"{type(exc).__name__}: {exc}")
+        return self.outcomes[key]
+
+    def _execute(self, block: Block, engine: str) -> str:
+        if block.kind == "sh":
+            return self._sh(block)
+        if block.kind == "python":
+            out = io.StringIO()
+            with _cwd(self.root), contextlib.redirect_stdout(out):
+                exec(compile(block.code, str(block), "exec"), self.namespace)
+            return out.getvalue()
+        return self._sql(block, engine)
+
+    def _sh(self, block: Block) -> str:
+        done = subprocess.run(
+            ["bash", "-c", "set -euo pipefail\n" + block.code],
+            cwd=self.root,
+            env=clean_env(),
+            capture_output=True,
+            text=True,
+            timeout=SH_TIMEOUT,
+        )
+        if done.returncode != 0:
+            raise AssertionError(
+                f"exit status {done.returncode}\n--- stdout (end)\n{done.stdout[-3000:]}\n"
+                f"--- stderr (end)\n{done.stderr[-3000:]}"
+            )
+        return done.stdout
+
+    def _sql(self, block: Block, engine: str) -> str:
+        if engine == "duckdb":
+            import duckdb
+
+            con = self.namespace.get("con")
+            assert isinstance(con, duckdb.DuckDBPyConnection), (
+                "no DuckDB connection `con` from the README's Python"
+            )
+            with _cwd(self.root):
+                rows = (
+                    con.sql(block.code).to_arrow_table().num_rows
+                )  # shown by DuckDB, as `con.sql(query)` is
+        else:
+            rows = len(self.spark.sql(block.code).collect())  # type: ignore[attr-defined]
+        assert rows, "the query returned no rows: does it read the outputs the README's blocks made?"
+        return ""
+
+    def _views(self) -> set[str]:
+        return {t.name for t in self.spark.catalog.listTables() if t.isTemporary}  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        import duckdb
+
+        for value in self.namespace.values():
+            if isinstance(value, duckdb.DuckDBPyConnection):
+                value.close()
+        if self.spark is not None:
+            for view in self._views() - self.views_before:
+                self.spark.catalog.dropTempView(view)  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="module")
+def reader(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Reader]:
+    root = tmp_path_factory.mktemp("repo")
+    entries = sorted(p.name + ("/" if p.is_dir() else "") for p in ROOT.iterdir() if p.name != ".git")
+    ignored = _ignored(entries)
+    for entry in ROOT.iterdir():
+        if entry.name != ".git" and (entry.name not in ignored or entry.name in BUILT):
+            (root / entry.name).symlink_to(entry)
+    reading = Reader(root)
+    yield reading
+    reading.close()
+
+
+def normalized(output: str) -> str:
+    """Output as compared: trailing blanks dropped, a run's duration (the one figure a run can't repeat) as a pattern."""
+    text = "\n".join(line.rstrip() for line in output.strip().splitlines())
+    return DURATION.sub(r"\1(seconds) s", text)
+
+
+# -- the blocks ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("block", "engine"), [_param(block, engine) for block, engine in RUNS])
+def test_readme_block_runs_as_written(reader, request, block, engine):
+    if block.not_run is not None:
+        pytest.skip(f"{block}: not run: {block.not_run}")
+    printed = reader.run(block, engine, request)
+    shown = block.shown()
+    if shown is not None:
+        assert normalized(printed) == normalized(shown), f"{block} doesn't print what the README shows"
+
+
+def test_every_block_is_run_or_says_why_not():
+    assert len(RUNS) >= 15
+    for block in BLOCKS:
+        assert block.kind or block.language in PLAIN, (
+            f"{block}: the test doesn't know how to run ```{block.language} (sh, sql, python or py; "
+            "plain or text for output)"
+        )
+        if block.not_run is not None:
+            assert block.kind, f"{block}: a `not run` comment above a block that isn't code"
+            assert len(block.not_run) >= 10, f"{block}: say why it isn't run"
+        if block.kind == "sql":
+            assert block.engines, (
+                f"{block}: a SQL block's first line names its engine: one of {list(SQL_ENGINES)}"
+            )
+    text = README.read_text()
+    assert text.count("<!-- not run") == sum(b.not_run is not None for b in BLOCKS), (
+        "a `not run` comment that isn't right above a block"
+    )
+    not_run = [b for b in BLOCKS if b.not_run is not None]
+    assert len(not_run) <= len([b for b in BLOCKS if b.kind]) // 3, "most blocks must run"
+
+
+def test_plain_blocks_hold_output_not_commands():
+    for block in BLOCKS:
+        if block.language in PLAIN:
+            command = COMMAND_LINE.search(block.code)
+            assert command is None, (
+                f"{block} holds a command ({command.group(0)!r}...): tag it sh, sql or python"
+            )
+
+
+def test_readme_shows_what_its_examples_print():
+    showing = [block for block in BLOCKS if block.kind and block.shown() is not None]
+    # The quick start's command and its look at the outputs, and the API's first example at least.
+    assert len(showing) >= 3 and "sh" in [b.kind for b in showing]
+    for block in showing:
+        assert block.not_run is None, f"{block} shows an output no test compares"
+
+
+def test_readme_gives_the_two_commands_and_your_own_data_first():
     text = README.read_text()
     assert text.index("make run") < text.index("## The Python API")
     assert text.index("make test") < text.index("## The Python API")
+    assert text.index("## Your own data") < text.index("## The Python API")
+    quick_start = text.split("## Your own data", 1)[1].split("\n## ", 1)[0]
+    assert "examples/chats.jsonl" in quick_start and (ROOT / "examples" / "chats.jsonl").is_file()
+    assert ".venv/bin/chatgate run --source lake/chats" in quick_start
 
 
 def test_every_test_the_promises_name_exists():
@@ -54,3 +369,55 @@ def test_every_test_the_promises_name_exists():
                 assert re.search(rf"^def {name}\(", text, flags=re.M), f"{current}::{name} isn't there"
             named += 1
     assert named >= 10
+
+
+# -- the command line's own documentation ----------------------------------------------
+
+
+def _commands() -> dict[str, argparse.ArgumentParser]:
+    from chatgate.cli import build_parser
+
+    parser = build_parser()
+    found = {"chatgate": parser}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            found.update({f"chatgate {name}": sub for name, sub in action.choices.items()})
+    return found
+
+
+def test_every_flag_of_every_command_has_help():
+    commands = _commands()
+    assert {"chatgate run", "chatgate report"} <= set(commands)
+    missing = []
+    for name, parser in commands.items():
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                missing += [f"{name} {a.dest}" for a in action._choices_actions if not (a.help or "").strip()]
+            elif not (action.help or "").strip() or action.help == argparse.SUPPRESS:
+                missing.append(f"{name} {'/'.join(action.option_strings) or action.dest}")
+    assert not missing, f"no help text: {missing}"
+
+
+def _examples(epilog: str) -> list[list[str]]:
+    """The commands under the `example:` or `examples:` heading of a help's epilog."""
+    section = re.search(r"^examples?:\n(.*?)(?:\n\n|\Z)", epilog, flags=re.S | re.M)
+    assert section, "no example"
+    return [shlex.split(command) for command in section.group(1).replace("\\\n", " ").splitlines()]
+
+
+@pytest.mark.parametrize("command", ["run", "report"])
+def test_each_commands_help_gives_examples_that_parse_and_its_exit_statuses(command):
+    parser = _commands()[f"chatgate {command}"]
+    epilog = parser.epilog or ""
+    examples = _examples(epilog)
+    assert examples
+    for example in examples:
+        assert example[:2] == ["chatgate", command]
+        parser.parse_args(example[2:])  # a flag that doesn't exist exits here
+    statuses = re.search(r"^exit status:\n(.*)", epilog, flags=re.S | re.M)
+    assert statuses, "no exit statuses"
+    listed = re.findall(r"^  (\d)  \S", statuses.group(1), flags=re.M)
+    assert listed[0] == "0" and len(listed) >= 2
+    if command == "run":  # the README's table of the job's exit statuses, status for status
+        table = README.read_text().split("Exit status:", 1)[1].split("\n\n", 2)[1]
+        assert listed == re.findall(r"^\| (\d) \|", table, flags=re.M)
