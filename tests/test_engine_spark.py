@@ -209,30 +209,25 @@ def test_dedup_modes_give_the_same_table(spark, judged_by_mode, repeated):
     _, rows = repeated
     for judged in judged_by_mode.values():
         assert_annotated(judged.annotated, rows, "id int, messages string")
-    auto = judged_by_mode["auto"]
-    # 4 distinct values and the nulls' key among 20 rows: 15 of 20 repeat one.
-    assert auto.deduplicated and auto.extra["repeats_estimate"] == 0.75
+    auto, off = judged_by_mode["auto"], judged_by_mode["off"]
+    assert auto.reasons == off.reasons and (auto.units, auto.failed) == (off.units, off.failed)
+    # auto doesn't shuffle to deduplicate: no distinct count, as without dedup.
+    assert not auto.deduplicated and auto.distinct_values is None
+    assert off.extra["values_judged"] == 20
 
 
 @pytest.mark.spark
-def test_auto_decides_from_the_first_rows(spark, engine, monkeypatch):
-    from chatgate.engines import base
-
-    monkeypatch.setattr(base, "AUTO_SAMPLE_ROWS", 10)
-    # The first 10 rows hold 2 values, the next 30 are all distinct.
-    values = [_j(("user", "Hi"), ("assistant", "Hello")), "[]"] * 5
-    values += [_j(("user", f"q{i}"), ("assistant", "a")) for i in range(30)]
+def test_auto_judges_each_value_once_per_partition(spark, engine):
+    # 3 values, each 10 times, in 2 partitions: each partition judges each of its values once.
+    values = [_j(("user", "Hi"), ("assistant", "Hello")), "[]", _j(("user", "a"), ("user", "b"))] * 10
     rows = [(i, v) for i, v in enumerate(values)]
-    df = spark.createDataFrame(rows, "id int, messages string").coalesce(1)
-    judged = engine.judge(df, "messages", FMT)
-    assert judged.deduplicated and judged.extra["repeats_estimate"] == 0.8
-    assert judged.distinct_values == 32
-    assert_annotated(judged.annotated, rows, "id int, messages string")
-    # Read in the other order, the first rows are distinct: no dedup.
-    backwards = spark.createDataFrame(rows[::-1], "id int, messages string").coalesce(1)
-    judged = engine.judge(backwards, "messages", FMT)
-    assert not judged.deduplicated and judged.extra["repeats_estimate"] == 0.0
-    assert judged.distinct_values is None
+    df = spark.createDataFrame(rows, "id int, messages string").repartition(2, "id")
+    auto = engine.judge(df, "messages", FMT, dedup="auto")
+    assert auto.extra["values_judged"] <= 6
+    assert auto.reasons == engine.judge(df, "messages", FMT, dedup="off").reasons
+    assert_annotated(auto.annotated, rows, "id int, messages string")
+    one = engine.judge(df.coalesce(1), "messages", FMT, dedup="auto")
+    assert one.extra["values_judged"] == 3
 
 
 @pytest.mark.spark
@@ -632,3 +627,38 @@ def test_chispa_nulls(spark, engine, repeated, na_pass):
         ignore_row_order=True,
         ignore_nullable=True,
     )
+
+
+class _CountingCheck(ChatCheck):
+    """The core check, counting the values it is given."""
+
+    seen = 0
+
+    def check(self, batch):
+        _CountingCheck.seen += batch.num_rows
+        return super().check(batch)
+
+
+def test_memo_gives_every_row_its_own_code_and_judges_each_key_once(monkeypatch):
+    import pyarrow as pa
+
+    from chatgate.engines.spark import check as spark_check
+
+    values = [_j(("user", "Hi"), ("assistant", "Hello")), "[]", None, "nope"]
+    keys = [(1, 1, 10), (2, 2, 2), (42, 42, None), (3, 3, 4)]
+    memo = spark_check._Memo(_CountingCheck("messages", FMT))
+    _CountingCheck.seen = 0
+    order = [0, 1, 0, 2, 3, 1, 2]
+    batch = pa.record_batch([pa.array([values[i] for i in order])], names=["messages"])
+    codes, judged = memo.codes(batch, [keys[i] for i in order])
+    want = [first_problem(values[i], **FMT.as_dict()) if values[i] is not None else "not_messages" for i in order]
+    assert codes.to_pylist() == want
+    assert judged == _CountingCheck.seen == 4
+    # The next batch of the partition: known keys aren't judged again.
+    codes, judged = memo.codes(batch.slice(0, 2), [keys[0], keys[1]])
+    assert codes.to_pylist() == want[:2] and judged == 0 and _CountingCheck.seen == 4
+    # Full: a new key is judged but not remembered.
+    monkeypatch.setattr(spark_check, "MEMO_KEYS", len(memo.known))
+    new = pa.record_batch([pa.array([_j(("user", "x"), ("assistant", "y"))] * 2)], names=["messages"])
+    codes, judged = memo.codes(new, [(9, 9, 9)] * 2)
+    assert codes.to_pylist() == [None, None] and judged == 1 and (9, 9, 9) not in memo.known

@@ -67,12 +67,6 @@ the check, which runs on every core. Measured on 2 cores at 1M rows of 3 KB of J
 by CPU count, deduplicating pays from about half the rows repeating."""
 
 
-SPARK_AUTO = AutoDedup(min_repeats=0.50)
-"""Deduplication on Spark costs a shuffle of the distinct values and a sort-based
-aggregate (Spark can't hash-aggregate a string buffer); measured at 1M rows it
-lost at 30% repeats and won at high duplication. 0.5 sits between."""
-
-
 def require_column(table_columns: Iterable[Any], column: str) -> None:
     """KeyError naming `column` and the table's columns when it isn't one of them."""
     names = list(table_columns)
@@ -153,7 +147,6 @@ class Engine(ABC):
     """A backend that can judge a chat column of its own tables."""
 
     name: str
-    auto: AutoDedup
     table_kind: str
     """What tables the engine judges, as an error says it."""
 

@@ -6,6 +6,7 @@ import functools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -14,7 +15,7 @@ from pyspark.sql import functions as F
 
 from ...rules import RowCheck
 from .. import base
-from ..base import REASON_COLUMN, repeats_share
+from ..base import REASON_COLUMN
 from .keys import (
     H1,
     H2,
@@ -29,6 +30,9 @@ from .keys import (
 
 VALUE, REASON, COUNT = "__chatgate_value__", "__chatgate_reason__", "__chatgate_n__"
 ROW = "__chatgate_row__"
+JUDGED = "__chatgate_judged__"
+MEMO_KEYS = 200_000
+"""The most keys a check worker remembers per partition with `dedup="auto"` (about 30 MB)."""
 FAILING_KEY_BYTES = 64
 """About what one failing (key, reason) pair weighs in a broadcast (two hashes, a length, a code)."""
 _BATCH_CONF = "spark.sql.execution.arrow.maxRecordsPerBatch"
@@ -89,6 +93,7 @@ def check_batches(
     names: dict[str, str],
     counted: bool,
     large_strings: bool,
+    memo: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """The Python step: the failing rows of each batch, then a tally row of the batch.
 
@@ -99,21 +104,23 @@ def check_batches(
     and a row with a null key and reason whose count is the number of keys
     checked whose values aren't all null (a missing tuple, or one column's nulls,
     isn't a distinct value) and whose row is the number of source rows they stand for.
+    Its `JUDGED` is the number of values `check.check` was given.
+
+    With `memo` (rows not grouped by key), a key judged earlier in this partition
+    takes its code from the partition's `_Memo` instead of being judged again.
     """
     reason_type = pa.large_string() if large_strings else pa.string()
+    judge = _Memo(check) if memo else None
     for batch in batches:
         if batch.num_rows == 0:
             continue
         values = pa.RecordBatch.from_arrays(
             [batch.column(sent) for sent in names], names=list(names.values())
         )
-        codes = check.check(values)
-        if isinstance(codes, pa.ChunkedArray):
-            codes = codes.combine_chunks()
-        if len(codes) != batch.num_rows:
-            raise ValueError(
-                f"{type(check).__name__}.check gave {len(codes)} codes for {batch.num_rows} rows"
-            )
+        if judge is None:
+            codes, judged = _codes(check, values), batch.num_rows
+        else:
+            codes, judged = judge.codes(values, _row_keys(batch))
         failing = codes.is_valid()
         keys = [batch.column(name).filter(failing) for name in KEYS]
         reasons = codes.filter(failing).cast(reason_type)
@@ -129,8 +136,56 @@ def check_batches(
             pa.concat_arrays([reasons, pa.nulls(1, reason_type)]),
             pa.concat_arrays([counts, pa.array([checked], pa.int64())]),
             pa.concat_arrays([rows, pa.array([sent], pa.int64())]),
+            pa.concat_arrays([pa.nulls(len(reasons), pa.int64()), pa.array([judged], pa.int64())]),
         ]
-        yield pa.RecordBatch.from_arrays(columns, names=[*KEYS, REASON, COUNT, ROW])
+        yield pa.RecordBatch.from_arrays(columns, names=[*KEYS, REASON, COUNT, ROW, JUDGED])
+
+
+def _codes(check: RowCheck, values: pa.RecordBatch) -> pa.Array:
+    """`check.check(values)`, one code per row."""
+    codes = check.check(values)
+    if isinstance(codes, pa.ChunkedArray):
+        codes = codes.combine_chunks()
+    if len(codes) != values.num_rows:
+        raise ValueError(f"{type(check).__name__}.check gave {len(codes)} codes for {values.num_rows} rows")
+    return codes
+
+
+def _row_keys(batch: pa.RecordBatch) -> list[tuple[Any, ...]]:
+    return list(zip(*(batch.column(name).to_pylist() for name in KEYS)))
+
+
+class _Memo:
+    """The codes of the keys one partition has judged, so a repeat isn't judged twice.
+
+    This is `dedup="auto"` on Spark: no shuffle and no pass before the check, while
+    copies that lie in one partition (a file's repeated rows, a preference
+    table's prompt on consecutive rows) are judged once. Keys are the wide keys
+    `dedup="on"` groups by, so a repeat gets the code its value would get. At most
+    `MEMO_KEYS` keys are kept, so a worker's memory doesn't grow with its partition.
+    """
+
+    def __init__(self, check: RowCheck) -> None:
+        self.check = check
+        self.known: dict[tuple[Any, ...], str | None] = {}
+
+    def codes(self, values: pa.RecordBatch, keys: list[tuple[Any, ...]]) -> tuple[pa.Array, int]:
+        """The code of each row of `values`, and how many rows were judged."""
+        known = self.known
+        fresh: dict[tuple[Any, ...], int] = {}
+        for row, key in enumerate(keys):
+            if key not in known and key not in fresh:
+                fresh[key] = row
+        if len(fresh) == len(keys):
+            codes = _codes(self.check, values)
+            found = dict(zip(fresh, codes.to_pylist()))
+        else:
+            judged = _codes(self.check, values.take(pa.array(list(fresh.values()), pa.int64())))
+            found = dict(zip(fresh, judged.to_pylist()))
+            codes = pa.array([found[key] if key in found else known[key] for key in keys], judged.type)
+        if len(known) < MEMO_KEYS:
+            known.update(found)
+        return codes, len(fresh)
 
 
 def _missing_rows(values: pa.RecordBatch) -> int:
@@ -194,6 +249,8 @@ class _Tally:
     distinct: int
     failing_keys: int
     failing_keys_with_length: int
+    judged: int
+    """The values Python judged (with `dedup="auto"`, the repeats a partition's memo answered aren't)."""
     counts: dict[str, int]
     first_seen: dict[str, int]
 
@@ -206,6 +263,7 @@ def _tally(result: DataFrame) -> _Tally:
         F.sum(F.when(tallies, F.col(ROW))).alias("rows"),
         F.count(F.when(~tallies, 1)).alias("failing"),
         F.count(F.when(~tallies & F.col(LENGTH).isNotNull(), 1)).alias("with_length"),
+        F.sum(F.when(tallies, F.col(JUDGED))).alias("judged"),
     ).first()
     assert totals is not None
     per_reason = (
@@ -216,19 +274,10 @@ def _tally(result: DataFrame) -> _Tally:
         distinct=totals["distinct"] or 0,
         failing_keys=totals["failing"] or 0,
         failing_keys_with_length=totals["with_length"] or 0,
+        judged=totals["judged"] or 0,
         counts={row[REASON]: row[COUNT] for row in per_reason},
         first_seen={row[REASON]: row[ROW] for row in per_reason},
     )
-
-
-def _sampled_repeats(table: DataFrame, keyed: _Keyed) -> float:
-    """The share of repeated keys among the first `AUTO_SAMPLE_ROWS` rows Spark reads.
-
-    `collect` of a limit reads partitions one by one until it has the rows, so
-    only the first files are read, not the table.
-    """
-    sample = table.select(keyed.keys[H1].alias(H1)).limit(base.AUTO_SAMPLE_ROWS).collect()
-    return round(repeats_share([row[0] for row in sample]), 4)
 
 
 def _value_names(names: tuple[str, ...]) -> list[str]:
@@ -239,7 +288,7 @@ def _value_names(names: tuple[str, ...]) -> list[str]:
 
 
 def _checked_schema(length_type: str) -> str:
-    return f"{H1} long, {H2} int, {LENGTH} {length_type}, {REASON} string, {COUNT} long, {ROW} long"
+    return f"{H1} long, {H2} int, {LENGTH} {length_type}, {REASON} string, {COUNT} long, {ROW} long, {JUDGED} long"
 
 
 def _check_arguments(
@@ -248,7 +297,7 @@ def _check_arguments(
     """The check's columns, each once, after checking every argument (no Spark job)."""
     names = base.check_arguments(table.columns, check, dedup, reason_column)
     taken = {c.lower() for c in table.columns}
-    reserved = (*KEYS, VALUE, *_value_names(names), REASON, COUNT, ROW)
+    reserved = (*KEYS, VALUE, *_value_names(names), REASON, COUNT, ROW, JUDGED)
     clash = taken & {name.lower() for name in reserved}
     if clash:
         raise ValueError(f"the table has chatgate's reserved column {min(clash)!r}")
