@@ -16,6 +16,7 @@ from chatgate import first_problem
 from chatgate.errors import ConfigError, SourceError
 from chatgate.job.config import build_config
 from chatgate.job.runner import EXIT_CRITICAL, EXIT_ERROR, EXIT_OK, run
+from chatgate.rules import locate
 from chatgate.sample import chat_table
 from job_helpers import job_config, read_delta
 
@@ -55,9 +56,9 @@ def test_outputs_hold_every_failing_row_with_its_reason(tmp_path, source, engine
     got = dict(zip(quarantine["id"].to_pylist(), quarantine["pb_reason_"].to_pylist()))
     assert got == expected
     assert quarantine.num_rows == len(expected)
-    assert set(quarantine.column_names) == {
-        "id", "source", "messages", "pb_reason_", "pb_step_", "pb_column_", "pb_run_id_", "pb_checked_at_"
-    }
+    assert quarantine.column_names == [
+        "id", "source", "messages", "pb_reason_", "pb_message_", "pb_step_", "pb_column_", "pb_run_id_", "pb_checked_at_"
+    ]
     assert set(quarantine["pb_run_id_"].to_pylist()) == {"run-1"}
     assert set(quarantine["pb_column_"].to_pylist()) == {"messages"}
     assert set(expected.values()) >= {"not_messages", "no_messages", "bad_message", "unknown_role",
@@ -198,3 +199,39 @@ def test_every_engine_writes_the_same_summary(tmp_path, source, spark, dedup):
         assert distinct == len({v for v in table["messages"].to_pylist() if v is not None})
     else:
         assert distinct is None
+
+
+@pytest.mark.spark
+def test_spark_outputs_read_the_source_once_more(tmp_path, source, spark):
+    """Once the check has run, the outputs read the source once: its files can go after the first write."""
+    import shutil
+
+    from chatgate.engines.spark import SparkEngine
+
+    path, table = source
+
+    class SourceGoneAfterFirstWrite(SparkEngine):
+        def replace_run(self, rows, target, run_id_column, run_id):
+            written = super().replace_run(rows, target, run_id_column, run_id)
+            shutil.rmtree(path, ignore_errors=True)
+            return written
+
+    config = _config(tmp_path, path, "spark")
+    result = run(config, SourceGoneAfterFirstWrite(spark=spark))
+    expected = _expected(table)
+    quarantine = _read(config.outputs.quarantine)
+    assert dict(zip(quarantine["id"].to_pylist(), quarantine["pb_reason_"].to_pylist())) == expected
+    valid = _read(config.outputs.valid)
+    assert sorted(valid["id"].to_pylist()) == sorted(set(table["id"].to_pylist()) - set(expected))
+    assert result.valid == valid.num_rows > 0
+
+
+def test_quarantine_says_at_which_message_each_problem_is(tmp_path, source, engine, backend):
+    path, table = source
+    result = run(_config(tmp_path, path, engine), backend)
+    rows = _read(result.config.outputs.quarantine).to_pylist()
+    assert rows
+    for row in rows:
+        assert row["pb_message_"] == locate(row["messages"], row["pb_reason_"], **CHECKS), row
+    # Problems of a message and of the whole value are both there.
+    assert {row["pb_message_"] is None for row in rows} == {True, False}

@@ -15,6 +15,8 @@ import json
 import os
 import uuid
 from abc import abstractmethod
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,22 @@ class LakehouseEngine(Engine):
         another process appends meanwhile are never half-seen. The version is None
         for a source without versions (Parquet).
         """
+
+    @contextmanager
+    def reused(self, table: Any) -> Iterator[Any]:
+        """`table`, to be read several times in the block (each output of a run reads it).
+
+        Engines whose tables are lazy plans over the source keep the rows for the
+        block, so the source is read once more, not once per read.
+        """
+        yield table
+
+    @abstractmethod
+    def with_arrow_column(
+        self, table: Any, inputs: list[str], name: str, dtype: pa.DataType, compute: Callable[[pa.RecordBatch], pa.Array]
+    ) -> Any:
+        """`table` plus a column `name` of `dtype`: `compute` of each Arrow batch of the `inputs`
+        columns, one value per row, run in Python where the rows are (never on the driver)."""
 
     @abstractmethod
     def project(

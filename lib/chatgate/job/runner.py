@@ -15,10 +15,12 @@ The run protocol:
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, TypeVar
@@ -26,9 +28,9 @@ from typing import Any, TypeVar
 import pyarrow as pa
 
 from ..engines.lakehouse import LakehouseEngine, schema_mismatch
-from ..names import CHECKED_AT, COLUMN, JOB_RESERVED, REASON, RUN_ID, STEP, STEP_REASON_PREFIX
+from ..names import CHECKED_AT, COLUMN, JOB_RESERVED, MESSAGE, REASON, RUN_ID, STEP, STEP_REASON_PREFIX
 from ..pipeline import judge_step, preflight
-from ..rules import RowCheck
+from ..rules import RowCheck, message_indices
 from .config import JobConfig
 from .hints import run_hints
 from .outputs import SUMMARY_RUN_ID, SUMMARY_SCHEMA, StepResult, summary_table
@@ -135,30 +137,32 @@ def run(config: JobConfig, engine: LakehouseEngine | None = None) -> RunResult:
             )
         )
 
-    outputs = [
-        _Output(
-            "quarantine",
-            config.outputs.quarantine,
-            _quarantine(engine, annotated, source_columns, results, config.run_id),
-            RUN_ID,
-        )
-    ]
-    if config.outputs.valid:
-        outputs.append(
+    reads = len(results) + (1 if config.outputs.valid else 0)
+    with engine.reused(annotated) if reads > 1 else nullcontext(annotated) as annotated:
+        outputs = [
             _Output(
-                "valid",
-                config.outputs.valid,
-                _valid(engine, annotated, source_columns, results, config.run_id),
+                "quarantine",
+                config.outputs.quarantine,
+                _quarantine(engine, annotated, source_columns, list(zip(results, checks)), config.run_id),
                 RUN_ID,
             )
-        )
-    _check_targets(engine, outputs, config.outputs.summary)
-    counts = _write_outputs(engine, config, outputs, results, started_at, source_version)
-    try:
-        hints = run_hints(engine, annotated, results, checks)
-    except Exception:  # noqa: BLE001 - the run is written; a hint that can't be made is only logged
-        log.exception("could not look for a better option to suggest")
-        hints = []
+        ]
+        if config.outputs.valid:
+            outputs.append(
+                _Output(
+                    "valid",
+                    config.outputs.valid,
+                    _valid(engine, annotated, source_columns, results, config.run_id),
+                    RUN_ID,
+                )
+            )
+        _check_targets(engine, outputs, config.outputs.summary)
+        counts = _write_outputs(engine, config, outputs, results, started_at, source_version)
+        try:
+            hints = run_hints(engine, annotated, results, checks)
+        except Exception:  # noqa: BLE001 - the run is written; a hint that can't be made is only logged
+            log.exception("could not look for a better option to suggest")
+            hints = []
     return RunResult(
         config=config,
         started_at=started_at,
@@ -172,25 +176,38 @@ def run(config: JobConfig, engine: LakehouseEngine | None = None) -> RunResult:
 
 
 def _quarantine(
-    engine: LakehouseEngine, annotated: Any, source_columns: list[str], results: list[StepResult], run_id: str
+    engine: LakehouseEngine,
+    annotated: Any,
+    source_columns: list[str],
+    steps: list[tuple[StepResult, RowCheck]],
+    run_id: str,
 ) -> Any:
-    """The failing rows of every step: the source columns, the step's reason, then where it came from."""
+    """The failing rows of every step: the source columns, the step's reason and the message
+    it is at, then where it came from."""
     checked_at = pa.scalar(datetime.now(timezone.utc), pa.timestamp("us", tz="UTC"))
-    per_step = [
-        engine.project(
-            engine.where_reason(annotated, r.judged.reason_column, present=True),
-            source_columns,
-            {r.judged.reason_column: REASON},
-            {
-                STEP: pa.scalar(r.step, pa.int32()),
-                COLUMN: pa.scalar(r.column, pa.string()),
-                RUN_ID: pa.scalar(run_id, pa.string()),
-                CHECKED_AT: checked_at,
-            },
+    per_step = []
+    for r, check in steps:
+        reason = r.judged.reason_column
+        failing = engine.with_arrow_column(
+            engine.where_reason(annotated, reason, present=True),
+            [*check.columns, reason],
+            MESSAGE,
+            pa.int32(),
+            functools.partial(_message_indices, check, reason),
         )
-        for r in results
-    ]
+        constants = {
+            STEP: pa.scalar(r.step, pa.int32()),
+            COLUMN: pa.scalar(r.column, pa.string()),
+            RUN_ID: pa.scalar(run_id, pa.string()),
+            CHECKED_AT: checked_at,
+        }
+        per_step.append(engine.project(failing, source_columns, {reason: REASON, MESSAGE: MESSAGE}, constants))
     return engine.concat(per_step)
+
+
+def _message_indices(check: RowCheck, reason: str, batch: pa.RecordBatch) -> pa.Array:
+    """Where each failing row's problem is: computed on the quarantined rows only."""
+    return message_indices(check, batch, batch.column(reason))
 
 
 def _valid(

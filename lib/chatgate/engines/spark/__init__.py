@@ -2,15 +2,17 @@
 
 `SparkEngine.judge_check` judges the columns of one `RowCheck` together (the
 inherited `judge` is `judge_check` with the `ChatCheck` of one column). It runs
-one Spark job over the rows (after a read of the first rows, with
-`dedup="auto"`) and returns a lazy annotated DataFrame:
+one Spark job over the rows and returns a lazy annotated DataFrame:
 
-1. with `dedup="auto"`, the first `AUTO_SAMPLE_ROWS` keys (read with a limit, so
-   Spark reads the first files only) decide the dedup (`SPARK_AUTO`);
-2. the check: each row gets a wide key over the check's columns; with dedup the
-   rows are grouped by key (one set of values and a row count per key) before
-   Python sees them; `mapInArrow` hands exactly the check's columns (named as in
-   the table, plus the key and row bookkeeping) to `check.check` in Arrow batches
+1. the dedup: with `dedup="on"` the rows are grouped by key (one set of values and
+   a row count per key) before Python sees them, which costs a shuffle of the
+   distinct values; with `dedup="auto"` they are not, and each partition's
+   Python worker remembers the codes of the keys it judged (`check._Memo`), so
+   copies within a partition are judged once without a shuffle or a pass before
+   the check; with `dedup="off"` every row is judged;
+2. the check: each row gets a wide key over the check's columns; `mapInArrow`
+   hands exactly the check's columns (named as in the table, plus the key and
+   row bookkeeping) to `check.check` in Arrow batches
    of about `BATCH_ROWS` rows and sends back only the failing (key, reason,
    count, first row) rows and one tally row per batch (keys checked, rows they
    stand for). Without dedup the failing rows are summed per key natively. The
@@ -58,17 +60,21 @@ numbers the source in its scan order), then by the global order of all codes.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
+from pyspark import StorageLevel
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_type
+from pyspark.sql.types import StructField, StructType
 
 from ...errors import OutputError, SourceError
 from ...rules import RowCheck
-from ..base import SPARK_AUTO, Dedup, Judged, ordered_reasons
+from ..base import Dedup, Judged, ordered_reasons
 from ..lakehouse import (
     LakehouseEngine,
     commit_metadata,
@@ -81,13 +87,13 @@ from .check import (
     _BATCH_CONF,
     _LARGE_VAR_CONF,
     COUNT,
+    JUDGED,
     REASON,
     ROW,
     _annotate,
     _checked_schema,
     _conf_true,
     _Keyed,
-    _sampled_repeats,
     _session_conf,
     _tally,
     _value_names,
@@ -123,7 +129,6 @@ class SparkEngine(LakehouseEngine):
 
     name = "spark"
     table_kind = "PySpark DataFrames"
-    auto = SPARK_AUTO
 
     def __init__(self, *, batch_rows: int = BATCH_ROWS, spark: SparkSession | None = None) -> None:
         if not isinstance(batch_rows, int) or batch_rows < 1:
@@ -150,16 +155,11 @@ class SparkEngine(LakehouseEngine):
     def _judge(
         self, table: DataFrame, check: RowCheck, columns: tuple[str, ...], dedup: Dedup, reason_column: str
     ) -> Judged:
-        """One job (after a read of the first rows with `dedup="auto"`); the annotated table is
-        lazy. `extra["checked"]` is the lazy check (`failing_frame`)."""
+        """One job; the annotated table is lazy. `extra["checked"]` is the lazy check
+        (`failing_frame`), `extra["values_judged"]` how many values Python judged."""
         keyed = _Keyed.of(table, check, dedup, reason_column)
-        repeats = None
-        if dedup == "auto":
-            repeats = _sampled_repeats(table, keyed)
-            deduplicated = self.auto.decide(repeats)
-        else:
-            deduplicated = dedup == "on"
-        checked = self._failing_frame(table, keyed, deduplicated)
+        deduplicated = dedup == "on"
+        checked = self._failing_frame(table, keyed, deduplicated, memo=dedup == "auto")
         with _session_conf(checked, {_BATCH_CONF: str(self.batch_rows)}):
             # The check runs once: the quarantine, valid and summary all read this result.
             result = checked.localCheckpoint(eager=True)
@@ -174,7 +174,7 @@ class SparkEngine(LakehouseEngine):
             reason_column=reason_column,
             deduplicated=deduplicated,
             extra={
-                "repeats_estimate": repeats,
+                "values_judged": tally.judged,
                 "failing_distinct": tally.failing_keys_with_length,
                 "checked": checked,
             },
@@ -193,7 +193,7 @@ class SparkEngine(LakehouseEngine):
         """
         return self._failing_frame(table, _Keyed.of(table, check), deduplicated)
 
-    def _failing_frame(self, table: DataFrame, keyed: _Keyed, deduplicated: bool) -> DataFrame:
+    def _failing_frame(self, table: DataFrame, keyed: _Keyed, deduplicated: bool, memo: bool = False) -> DataFrame:
         # Spark-side names of the check's columns (mapInArrow can't take a dotted name).
         sent = _value_names(keyed.names)
         numbered = table.select(
@@ -214,6 +214,7 @@ class SparkEngine(LakehouseEngine):
             check=keyed.check,
             names=dict(zip(sent, keyed.names)),
             counted=deduplicated,
+            memo=memo and not deduplicated,
             large_strings=_conf_true(table, _LARGE_VAR_CONF),
         )
         checked = to_check.mapInArrow(check, _checked_schema(keyed.length_type))
@@ -222,7 +223,7 @@ class SparkEngine(LakehouseEngine):
             # The batches' tallies (null reason) fall in one group: their rows add up.
             first_or_total = F.when(F.col(REASON).isNull(), F.sum(ROW)).otherwise(F.min(ROW))
             checked = checked.groupBy(*KEYS, REASON).agg(
-                F.sum(COUNT).alias(COUNT), first_or_total.alias(ROW)
+                F.sum(COUNT).alias(COUNT), first_or_total.alias(ROW), F.sum(JUDGED).alias(JUDGED)
             )
         return checked
 
@@ -274,7 +275,28 @@ class SparkEngine(LakehouseEngine):
             return reader.parquet(source)
         return reader.load(source)
 
+    @contextmanager
+    def reused(self, table: DataFrame) -> Iterator[DataFrame]:
+        # Kept on the executors (spilling to their disks), never on the driver.
+        kept = table.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            yield kept
+        finally:
+            kept.unpersist()
+
     # -- shaping ----------------------------------------------------------------
+
+    def with_arrow_column(
+        self,
+        table: DataFrame,
+        inputs: list[str],
+        name: str,
+        dtype: pa.DataType,
+        compute: Callable[[pa.RecordBatch], pa.Array],
+    ) -> DataFrame:
+        schema = StructType([*table.schema.fields, StructField(name, from_arrow_type(dtype))])
+        add = functools.partial(_add_arrow_column, inputs=inputs, name=name, dtype=dtype, compute=compute)
+        return table.mapInArrow(add, schema)
 
     def project(
         self, table: DataFrame, columns: list[str], renamed: dict[str, str], constants: dict[str, pa.Scalar]
@@ -377,3 +399,16 @@ class SparkEngine(LakehouseEngine):
     def is_conflict(self, error: BaseException) -> bool:
         text = f"{type(error).__name__}: {error}"
         return any(name in text for name in CONCURRENT_WRITE_ERRORS)
+
+
+def _add_arrow_column(
+    batches: Iterator[pa.RecordBatch],
+    *,
+    inputs: list[str],
+    name: str,
+    dtype: pa.DataType,
+    compute: Callable[[pa.RecordBatch], pa.Array],
+) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        added = compute(batch.select(inputs)).cast(dtype)
+        yield pa.RecordBatch.from_arrays([*batch.columns, added], names=[*batch.schema.names, name])
