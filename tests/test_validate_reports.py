@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import json
 
+import ibis
 import pandas as pd
 import polars as pl
 import pytest
@@ -502,3 +503,22 @@ def test_repr_before_interrogate_says_what_to_do():
     v = pb.Validate(pl.DataFrame({"m": [BAD]})).col_vals_chat_format("m").col_vals_chat_format("m")
     assert "2 planned step call(s); call .interrogate() to run them." in repr(v)
     assert "call .interrogate() to run them." in v._repr_html_()
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [pl.DataFrame, lambda data: pl.DataFrame(data).to_pandas(), lambda data: ibis.memtable(data)],
+    ids=["polars", "pandas", "ibis"],
+)
+def test_step_report_says_at_which_message_each_problem_is(frame):
+    values = [
+        GOOD,
+        '[{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}, {"role": "assistant", "content": "c"}]',
+        "[]",
+        '[{"role": "user", "content": "a"}, {"role": "robot", "content": "b"}]',
+    ]
+    v = pb.Validate(frame({"m": values})).col_vals_chat_format("m").interrogate()
+    names, rows = v.get_step_report(1).rows()
+    assert names[names.index("pb_reason_") + 1] == "pb_message_"
+    found = {(row[names.index("pb_reason_")], row[names.index("pb_message_")]) for row in rows}
+    assert found == {("not_alternating", "2"), ("no_messages", ""), ("unknown_role", "1")}

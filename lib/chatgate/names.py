@@ -18,6 +18,8 @@ STEP = "pb_step_"
 COLUMN = "pb_column_"
 RUN_ID = "pb_run_id_"
 CHECKED_AT = "pb_checked_at_"
+MESSAGE = "pb_message_"
+"""The 0-based index of the message where a quarantined row's problem is (null: the whole value)."""
 
 STEP_REASON_PREFIX = "__pb_reason_"
 """The job's working column of step n is STEP_REASON_PREFIX + n."""
@@ -25,7 +27,7 @@ STEP_REASON_PREFIX = "__pb_reason_"
 API_RESERVED = (ROW_NUMBER, REASON)
 """What the API's results add."""
 
-JOB_RESERVED = (REASON, STEP, COLUMN, RUN_ID, CHECKED_AT)
+JOB_RESERVED = (REASON, MESSAGE, STEP, COLUMN, RUN_ID, CHECKED_AT)
 """What the job's outputs add (and its working columns, by prefix)."""
 
 

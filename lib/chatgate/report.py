@@ -5,6 +5,10 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
+from .names import MESSAGE, REASON
+from .rules import message_indices
 from .steps import Step
 
 if TYPE_CHECKING:
@@ -146,7 +150,7 @@ class StepReport:
         """Column names and up to `limit` rows (the report's limit by default), as strings."""
         if self.data is None:
             return [], []
-        table = self.engine.preview(self.data, self.limit if limit is None else limit)
+        table = with_messages(self.step, self.engine.preview(self.data, self.limit if limit is None else limit))
         names = table.column_names
         columns = [table.column(n).to_pylist() for n in names]
         return names, [[_cell(col[r]) for col in columns] for r in range(table.num_rows)]
@@ -177,6 +181,16 @@ class StepReport:
             f"<div><p><strong>{esc(self.header())}</strong></p>"
             f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
         )
+
+
+def with_messages(step: Step, table: pa.Table) -> pa.Table:
+    """`table` (failing rows) with `pb_message_` after `pb_reason_`: where each row's problem is."""
+    check = step.row_check
+    names = table.column_names
+    if REASON not in names or MESSAGE in names or not set(check.columns) <= set(names):
+        return table
+    messages = message_indices(check, table, table.column(REASON).combine_chunks())
+    return table.add_column(table.column_names.index(REASON) + 1, MESSAGE, messages)
 
 
 def _cell(value: Any) -> str:

@@ -15,7 +15,7 @@ from .datasets import (
     value_format,
 )
 from .locate import Problem, locate, locate_array, location_of, problems, problems_array, problems_of
-from .locate_rows import RowProblem, locate_row, row_problems, row_problems_array
+from .locate_rows import RowProblem, locate_row, message_indices, row_problems, row_problems_array
 from .reference import first_problem, problem_of
 from .repair import REPAIR_PRESETS, REPAIRS, Repaired, repair, repair_array, repair_names, repair_value
 from .spec import DEFAULT_ROLES, SHAREGPT_ROLES, ChatFormat, format_from, sample_profile
@@ -52,6 +52,7 @@ __all__ = [
     "locate",
     "locate_array",
     "locate_row",
+    "message_indices",
     "location_of",
     "majority_format",
     "phrase",

@@ -45,7 +45,7 @@ from .datasets import (
 )
 from .formats import CONV, MISSING_VALUE, STANDARD, TEXT, classify
 from .judge import COMPLETION, PROMPT, WHOLE
-from .locate import problems_of
+from .locate import locate_array, problems_of
 from .locate_sites import Problem, problems_in
 from .messages import Read, image_total, messages_in, read_messages
 from .tools import declared_names
@@ -286,3 +286,27 @@ def row_problems_array(
         for k, i in enumerate(rows):
             out[i] = row_problems(check, {name: column[k] for name, column in values.items()})
     return pa.array([[p._asdict() for p in problems] for problems in out], pa.list_(ROW_PROBLEM_TYPE))
+
+
+def message_indices(
+    check: RowCheck, batch: pa.RecordBatch | pa.Table, codes: pa.Array | pa.ChunkedArray
+) -> pa.Int32Array:
+    """The message index of each row's problem (`codes`: the rows' codes): what a quarantine's
+    `pb_message_` holds. Null where the row passes or its problem isn't at one message.
+
+    Only the rows with a code are read. A conversation column alone takes the
+    column's own path (`locate_array`); other checks place each row's code among its
+    problems (`locate_row`).
+    """
+    if isinstance(check, ChatCheck) and check.columns == (check.column,):
+        return locate_array(batch.column(check.column), codes, check.fmt)
+    found: list[str | None] = codes.to_pylist()
+    rows = [i for i, code in enumerate(found) if code is not None]
+    out: list[int | None] = [None] * len(found)
+    if rows:
+        failing = batch.take(pa.array(rows, pa.int64()))
+        values = {name: column_values(failing, name) for name in check.columns}
+        for k, i in enumerate(rows):
+            problem = locate_row(check, {name: column[k] for name, column in values.items()}, found[i])
+            out[i] = None if problem is None else problem.message
+    return pa.array(out, pa.int32())

@@ -14,15 +14,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..names import CHECKED_AT, COLUMN, REASON, RUN_ID, STEP
+from ..names import COLUMN, JOB_RESERVED, MESSAGE, REASON, RUN_ID, STEP
 from .model import Example, ReasonExamples, StepSummary
 from .tables import require_columns
 
-MESSAGE = "pb_message_"
-"""The index of the first faulty message, in quarantines that record it (shown when present)."""
-
 QUARANTINE_COLUMNS = (REASON, STEP, COLUMN, RUN_ID)
-RESERVED = frozenset({REASON, STEP, COLUMN, RUN_ID, CHECKED_AT, MESSAGE})
+RESERVED = frozenset(JOB_RESERVED)
 OTHER_COLUMNS = 3
 """Source columns shown beside the checked one(s), to find the row again (an id, a source, ...)."""
 

@@ -6,7 +6,8 @@ runs on an Ibis table of DuckDB.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import ibis
@@ -58,6 +59,31 @@ class DuckDBEngine(IbisEngine, LakehouseEngine):
             return open_table(source, con=self.con, version=pinned, row_ids=True), pinned
         except (FileNotFoundError, ValueError, OSError) as exc:
             raise SourceError(f"can't read the source {source!r}: {exc}") from None
+
+    def with_arrow_column(
+        self,
+        table: ibis.Table,
+        inputs: list[str],
+        name: str,
+        dtype: pa.DataType,
+        compute: Callable[[pa.RecordBatch], pa.Array],
+    ) -> ibis.Table:
+        # One struct argument, so a null input is handed to `compute` like any other value.
+        row = ibis.struct({column: table[column] for column in inputs})
+
+        def run(rows: pa.StructArray | pa.ChunkedArray) -> pa.Array:
+            if isinstance(rows, pa.ChunkedArray):
+                rows = rows.combine_chunks()
+            return compute(pa.RecordBatch.from_struct_array(rows)).cast(dtype)
+
+        udf = ibis.udf.scalar.pyarrow(
+            run,
+            name=f"chatgate_{uuid.uuid4().hex}",
+            signature=((row.type(),), ibis.dtype(dtype)),
+            null_handling="special",  # the UDF returns nulls (a problem of the whole value)
+            side_effects=False,
+        )
+        return table.mutate(**{name: udf(row)})
 
     def project(
         self, table: ibis.Table, columns: list[str], renamed: dict[str, str], constants: dict[str, pa.Scalar]
