@@ -21,6 +21,11 @@ CHECKED_AT = "pb_checked_at_"
 MESSAGE = "pb_message_"
 """The 0-based index of the message where a quarantined row's problem is (null: the whole value)."""
 
+FIXES = "pb_fixes_"
+"""The repairs that made a row pass, in the order applied."""
+REASON_BEFORE = "pb_reason_before_"
+"""A fixed row's problem code before its repairs."""
+
 STEP_REASON_PREFIX = "__pb_reason_"
 """The job's working column of step n is STEP_REASON_PREFIX + n."""
 
