@@ -93,6 +93,12 @@ def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--quarantine", help="where failing rows go (Delta)")
     p.add_argument("--summary", help="where the per-step summary goes (Delta)")
     p.add_argument("--valid", help="where passing rows go (Delta, optional)")
+    p.add_argument("--fix", metavar="REPAIRS",
+                   help="repair failing rows: safe, all, or repairs comma-separated (decode_text, map_roles, "
+                   "drop_empty, hoist_system, merge_repeats, drop_leading, drop_trailing); needs --fixed")
+    p.add_argument("--fixed", help="where the rows the repairs made pass go (Delta, with --fix)")
+    p.add_argument("--valid-includes-fixed", dest="valid_includes_fixed", action="store_true", default=None,
+                   help="with --fix and --valid: the valid table also holds the fixed rows, repaired")
     p.add_argument("--run-id", dest="run_id", help="id of this run; a rerun with it replaces its rows")
     p.add_argument("--warning", help="warning level: a fraction below 1 or a count of 1 or more")
     p.add_argument("--error", help="error level (exit status 3 when reached)")

@@ -49,11 +49,20 @@ class LakehouseEngine(Engine):
         yield table
 
     @abstractmethod
-    def with_arrow_column(
-        self, table: Any, inputs: list[str], name: str, dtype: pa.DataType, compute: Callable[[pa.RecordBatch], pa.Array]
+    def where_any(self, table: Any, columns: list[str]) -> Any:
+        """The rows of `table` where any of `columns` isn't null."""
+
+    @abstractmethod
+    def list_item_counts(self, table: Any, column: str) -> tuple[int, dict[str, int]]:
+        """The rows whose list `column` isn't null, and how many of them hold each item."""
+
+    @abstractmethod
+    def with_arrow_columns(
+        self, table: Any, inputs: list[str], added: pa.Schema, compute: Callable[[pa.RecordBatch], list[pa.Array]]
     ) -> Any:
-        """`table` plus a column `name` of `dtype`: `compute` of each Arrow batch of the `inputs`
-        columns, one value per row, run in Python where the rows are (never on the driver)."""
+        """`table` plus the columns of `added`: `compute` of each Arrow batch of the `inputs`
+        columns gives them (one array per added column, one value per row). It runs in
+        Python where the rows are, never on the driver."""
 
     @abstractmethod
     def project(

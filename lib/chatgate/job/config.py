@@ -28,6 +28,7 @@ from ..rules import (
     RowCheck,
     dataset_checks,
     format_from,
+    repair_names,
 )
 from ..rules.options import chat_options, from_text, kind_of
 from ..thresholds import Thresholds
@@ -83,6 +84,7 @@ class OutputConfig:
     quarantine: str
     summary: str
     valid: str | None = None
+    fixed: str | None = None
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,9 @@ class JobConfig:
     dedup: Dedup = "auto"
     source_version: int | None = None
     embedded: EmbeddedConfig = field(default_factory=EmbeddedConfig)
+    fix: tuple[str, ...] = ()
+    """The repairs and presets of --fix, as given (empty: no repairs); they apply in their own order."""
+    valid_includes_fixed: bool = False
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
@@ -158,6 +163,12 @@ class JobConfig:
             isinstance(self.source_version, bool) or not isinstance(self.source_version, int) or self.source_version < 0
         ):
             raise ConfigError(f"source_version: {self.source_version!r} isn't a Delta version (0, 1, 2, ...)")
+        if self.fix and not self.outputs.fixed:
+            raise ConfigError("outputs.fixed: name where to write the rows the repairs fixed (--fixed PATH)")
+        if self.outputs.fixed and not self.fix:
+            raise ConfigError("fix: name the repairs that make the fixed table (--fix safe, or a list of repairs)")
+        if self.valid_includes_fixed and not (self.fix and self.outputs.valid):
+            raise ConfigError("valid_includes_fixed: needs both --fix and --valid")
         outputs = {k: v for k, v in vars(self.outputs).items() if v}
         if self.source in outputs.values():
             raise ConfigError("outputs: an output can't be the source table itself")
@@ -182,8 +193,9 @@ def new_run_id() -> str:
 
 TOP_KEYS = {
     "source", "source_version", "engine", "columns", "dataset", "checks", "outputs", "thresholds", "run_id", "dedup",
-    "embedded",
+    "embedded", "fix", "valid_includes_fixed",
 }
+_OUTPUT_KEYS = ("quarantine", "summary", "valid", "fixed")
 _EMBEDDED_KEYS = ("memory_limit", "threads", "temp_directory")
 _COLUMN_KEYS = ("tools_column", "images_column")
 _DATASET_KEYS = {"type", "format", "columns", "tools_column", "images_column"}
@@ -224,7 +236,7 @@ def build_config(raw: dict[str, Any], overrides: dict[str, Any]) -> JobConfig:
         if overrides.get(key) is not None:
             checks[key] = overrides[key]
     outputs = dict(_mapping(raw.get("outputs"), "outputs"))
-    for key in ("quarantine", "summary", "valid"):
+    for key in _OUTPUT_KEYS:
         if overrides.get(key):
             outputs[key] = overrides[key]
     thresholds = dict(_mapping(raw.get("thresholds"), "thresholds"))
@@ -253,7 +265,36 @@ def build_config(raw: dict[str, Any], overrides: dict[str, Any]) -> JobConfig:
         thresholds=_thresholds(thresholds),
         dedup=_dedup(overrides.get("dedup") or raw.get("dedup", "auto")),
         embedded=_embedded(raw, overrides),
+        fix=_fix(overrides.get("fix") or raw.get("fix")),
+        valid_includes_fixed=_flag(
+            "valid_includes_fixed",
+            overrides["valid_includes_fixed"]
+            if overrides.get("valid_includes_fixed") is not None
+            else raw.get("valid_includes_fixed", False),
+        ),
     )
+
+
+def _fix(value: Any) -> tuple[str, ...]:
+    """The repairs named by `fix:` (a preset, a name, a list) or --fix (comma-separated), in the order they apply."""
+    if value is None or value == "" or value is False:
+        return ()
+    if isinstance(value, str):
+        value = [part.strip() for part in value.split(",") if part.strip()]
+    if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
+        raise ConfigError(f"fix: must be a repair, a preset (safe, all) or a list of them, not {value!r}")
+    try:
+        repair_names(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"fix: {exc}") from None
+    # As given: a preset takes only the repairs a step's options allow (drop_leading needs first_role).
+    return tuple(value)
+
+
+def _flag(key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key}: must be true or false, not {value!r}")
+    return value
 
 
 def _embedded(raw: dict[str, Any], overrides: dict[str, Any]) -> EmbeddedConfig:
@@ -364,9 +405,9 @@ def _fmt(params: dict[str, Any], where: str) -> ChatFormat:
 
 
 def _outputs(outputs: dict[str, Any]) -> OutputConfig:
-    unknown = set(outputs) - {"quarantine", "summary", "valid"}
+    unknown = set(outputs) - set(_OUTPUT_KEYS)
     if unknown:
-        raise ConfigError(f"outputs: unknown key {sorted(unknown)[0]!r}; known keys: quarantine, summary, valid")
+        raise ConfigError(f"outputs: unknown key {sorted(unknown)[0]!r}; known keys: {', '.join(_OUTPUT_KEYS)}")
     for key in ("quarantine", "summary"):
         if not outputs.get(key):
             raise ConfigError(f"outputs.{key}: name where to write the {key} table (--{key} PATH)")

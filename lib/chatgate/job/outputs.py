@@ -36,6 +36,8 @@ SUMMARY_SCHEMA = pa.schema(
         ("distinct_values", pa.int64()),
         ("deduplicated", pa.bool_()),
         ("reasons", pa.map_(pa.string(), pa.int64())),
+        ("fixed", pa.int64()),
+        ("fixes", pa.map_(pa.string(), pa.int64())),
         ("levels", pa.list_(pa.string())),
         ("parameters", pa.string()),
     ]
@@ -52,6 +54,10 @@ class StepResult:
     judged: Judged
     levels: list[str]
     parameters: dict[str, Any]
+    fixed: int | None = None
+    """With --fix: the failing rows of the step that the repairs made pass (null without)."""
+    fixes: dict[str, int] | None = None
+    """With --fix: how many of those rows each repair changed."""
 
 
 def summary_table(
@@ -83,6 +89,8 @@ def summary_table(
             "distinct_values": r.judged.distinct_values,
             "deduplicated": r.judged.deduplicated,
             "reasons": list(r.judged.reasons.items()),
+            "fixed": r.fixed,
+            "fixes": None if r.fixes is None else sorted(r.fixes.items()),
             "levels": r.levels,
             "parameters": json.dumps(r.parameters, sort_keys=True),
         }

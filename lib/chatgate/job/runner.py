@@ -19,8 +19,8 @@ import functools
 import logging
 import random
 import time
-from collections.abc import Callable
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, TypeVar
@@ -32,6 +32,7 @@ from ..names import CHECKED_AT, COLUMN, JOB_RESERVED, MESSAGE, REASON, RUN_ID, S
 from ..pipeline import judge_step, preflight
 from ..rules import RowCheck, message_indices
 from .config import JobConfig
+from .fixes import BEFORE, FixPlan, fixed_as_valid, fixed_output, repair_failing, step_fix_counts
 from .hints import run_hints
 from .outputs import SUMMARY_RUN_ID, SUMMARY_SCHEMA, StepResult, summary_table
 
@@ -61,6 +62,7 @@ class RunResult:
     steps: list[StepResult]
     quarantined: int
     valid: int | None
+    fixed: int | None = None
     hints: list[str] = field(default_factory=list)
 
     @property
@@ -137,27 +139,18 @@ def run(config: JobConfig, engine: LakehouseEngine | None = None) -> RunResult:
             )
         )
 
-    reads = len(results) + (1 if config.outputs.valid else 0)
+    reads = len(results) + (1 if config.outputs.valid else 0) + (2 if config.fix else 0)
     with engine.reused(annotated) if reads > 1 else nullcontext(annotated) as annotated:
-        outputs = [
-            _Output(
-                "quarantine",
-                config.outputs.quarantine,
-                _quarantine(engine, annotated, source_columns, list(zip(results, checks)), config.run_id),
-                RUN_ID,
-            )
-        ]
-        if config.outputs.valid:
-            outputs.append(
-                _Output(
-                    "valid",
-                    config.outputs.valid,
-                    _valid(engine, annotated, source_columns, results, config.run_id),
-                    RUN_ID,
-                )
-            )
-        _check_targets(engine, outputs, config.outputs.summary)
-        counts = _write_outputs(engine, config, outputs, results, started_at, source_version)
+        failing = annotated
+        plan = _fix_plan(engine, table, config, checks, results) if config.fix else None
+        with _repaired(engine, annotated, plan) as repaired:
+            if repaired is not None:
+                failing = engine.where_reason(repaired, BEFORE, present=False)
+            outputs = _outputs(engine, config, annotated, failing, repaired, plan, source_columns, results, checks)
+            _check_targets(engine, outputs, config.outputs.summary)
+            if plan is not None and repaired is not None:
+                _count_fixes(engine, repaired, plan, results)
+            counts = _write_outputs(engine, config, outputs, results, started_at, source_version)
         try:
             hints = run_hints(engine, annotated, results, checks)
         except Exception:  # noqa: BLE001 - the run is written; a hint that can't be made is only logged
@@ -171,8 +164,62 @@ def run(config: JobConfig, engine: LakehouseEngine | None = None) -> RunResult:
         steps=results,
         quarantined=counts["quarantine"],
         valid=counts.get("valid"),
+        fixed=counts.get("fixed"),
         hints=hints,
     )
+
+
+def _outputs(
+    engine: LakehouseEngine,
+    config: JobConfig,
+    annotated: Any,
+    failing: Any,
+    repaired: Any,
+    plan: FixPlan | None,
+    source_columns: list[str],
+    results: list[StepResult],
+    checks: list[RowCheck],
+) -> list[_Output]:
+    """The output tables of the run, in commit order: quarantine, fixed, valid."""
+    run_id, targets = config.run_id, config.outputs
+    steps = list(zip(results, checks))
+    outputs = [_Output("quarantine", targets.quarantine, _quarantine(engine, failing, source_columns, steps, run_id), RUN_ID)]
+    fixed = None
+    if plan is not None and targets.fixed:
+        fixed = engine.where_reason(repaired, BEFORE, present=True)
+        outputs.append(_Output("fixed", targets.fixed, fixed_output(engine, fixed, plan, source_columns, run_id), RUN_ID))
+    if targets.valid:
+        valid = _valid(engine, annotated, source_columns, results, run_id)
+        if fixed is not None and plan is not None and config.valid_includes_fixed:
+            valid = engine.concat([valid, fixed_as_valid(engine, fixed, plan, source_columns, run_id)])
+        outputs.append(_Output("valid", targets.valid, valid, RUN_ID))
+    return outputs
+
+
+def _fix_plan(
+    engine: LakehouseEngine, table: Any, config: JobConfig, checks: list[RowCheck], results: list[StepResult]
+) -> FixPlan:
+    types = engine.preview(table, 0).schema
+    steps = tuple((r.step, check, r.judged.reason_column) for r, check in zip(results, checks))
+    return FixPlan(steps=steps, repairs=config.fix, value_types={name: types.field(name).type for name in types.names})
+
+
+@contextmanager
+def _repaired(engine: LakehouseEngine, annotated: Any, plan: FixPlan | None) -> Iterator[Any]:
+    """The failing rows with their repairs (see job/fixes.py), kept while the outputs read them; None without --fix."""
+    if plan is None:
+        yield None
+        return
+    with engine.reused(repair_failing(engine, annotated, plan)) as repaired:
+        yield repaired
+
+
+def _count_fixes(engine: LakehouseEngine, repaired: Any, plan: FixPlan, results: list[StepResult]) -> None:
+    fixed = engine.where_reason(repaired, BEFORE, present=True)
+    counts = step_fix_counts(engine, fixed, plan)
+    for r in results:
+        r.fixed, r.fixes = counts.get(r.step, (0, {}))
+        log.info("step %d: %d failing rows fixed", r.step, r.fixed)
 
 
 def _quarantine(
@@ -188,11 +235,10 @@ def _quarantine(
     per_step = []
     for r, check in steps:
         reason = r.judged.reason_column
-        failing = engine.with_arrow_column(
+        failing = engine.with_arrow_columns(
             engine.where_reason(annotated, reason, present=True),
             [*check.columns, reason],
-            MESSAGE,
-            pa.int32(),
+            pa.schema([(MESSAGE, pa.int32())]),
             functools.partial(_message_indices, check, reason),
         )
         constants = {
@@ -205,9 +251,9 @@ def _quarantine(
     return engine.concat(per_step)
 
 
-def _message_indices(check: RowCheck, reason: str, batch: pa.RecordBatch) -> pa.Array:
+def _message_indices(check: RowCheck, reason: str, batch: pa.RecordBatch) -> list[pa.Array]:
     """Where each failing row's problem is: computed on the quarantined rows only."""
-    return message_indices(check, batch, batch.column(reason))
+    return [message_indices(check, batch, batch.column(reason))]
 
 
 def _valid(

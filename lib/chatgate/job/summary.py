@@ -42,8 +42,11 @@ def format_summary(result: RunResult) -> str:
     lines.append("")
     lines.append(f"quarantine: {c.outputs.quarantine} ({_rows(result.quarantined)} of this run)")
     lines.append(f"summary:    {c.outputs.summary} ({_rows(len(result.steps))} of this run)")
+    if c.outputs.fixed:
+        lines.append(f"fixed:      {c.outputs.fixed} ({_rows(result.fixed)} of this run, {_fixes(result)})")
     if c.outputs.valid:
-        lines.append(f"valid:      {c.outputs.valid} ({_rows(result.valid)})")
+        included = ", the fixed ones included" if c.valid_includes_fixed else ""
+        lines.append(f"valid:      {c.outputs.valid} ({_rows(result.valid)}{included})")
     status = result.exit_status
     lines.append(f"status: {status} ({STATUS_TEXT[status]})")
     lines += result.hints
@@ -60,3 +63,12 @@ def _top(reasons: dict[str, int]) -> str:
     shown = [f"{reason} {count:,}" for reason, count in list(reasons.items())[:TOP_REASONS]]
     more = len(reasons) - TOP_REASONS
     return ", ".join(shown) + (f", +{more} more" if more > 0 else "") if shown else "-"
+
+
+def _fixes(result: RunResult) -> str:
+    """How many fixed rows each repair changed, over every step."""
+    total: dict[str, int] = {}
+    for step in result.steps:
+        for name, count in (step.fixes or {}).items():
+            total[name] = total.get(name, 0) + count
+    return ", ".join(f"{name} {count:,}" for name, count in sorted(total.items())) or "no repair applied"

@@ -6,6 +6,8 @@ runs on an Ibis table of DuckDB.
 
 from __future__ import annotations
 
+import functools
+import operator
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -60,30 +62,41 @@ class DuckDBEngine(IbisEngine, LakehouseEngine):
         except (FileNotFoundError, ValueError, OSError) as exc:
             raise SourceError(f"can't read the source {source!r}: {exc}") from None
 
-    def with_arrow_column(
+    def where_any(self, table: ibis.Table, columns: list[str]) -> ibis.Table:
+        return table.filter(functools.reduce(operator.or_, (table[c].notnull() for c in columns)))
+
+    def list_item_counts(self, table: ibis.Table, column: str) -> tuple[int, dict[str, int]]:
+        rows = table.filter(table[column].notnull())
+        items = rows.select(item=rows[column].unique().unnest()).group_by("item").agg(n=ibis._.count())
+        counts = items.to_pyarrow().to_pylist()
+        return self.row_count(rows), {row["item"]: row["n"] for row in counts}
+
+    def with_arrow_columns(
         self,
         table: ibis.Table,
         inputs: list[str],
-        name: str,
-        dtype: pa.DataType,
-        compute: Callable[[pa.RecordBatch], pa.Array],
+        added: pa.Schema,
+        compute: Callable[[pa.RecordBatch], list[pa.Array]],
     ) -> ibis.Table:
-        # One struct argument, so a null input is handed to `compute` like any other value.
+        # One struct in, one struct out: a null input reaches `compute` like any other value.
         row = ibis.struct({column: table[column] for column in inputs})
+        out = pa.struct(list(added))
 
         def run(rows: pa.StructArray | pa.ChunkedArray) -> pa.Array:
             if isinstance(rows, pa.ChunkedArray):
                 rows = rows.combine_chunks()
-            return compute(pa.RecordBatch.from_struct_array(rows)).cast(dtype)
+            arrays = compute(pa.RecordBatch.from_struct_array(rows))
+            return pa.StructArray.from_arrays([a.cast(f.type) for a, f in zip(arrays, added)], fields=list(added))
 
         udf = ibis.udf.scalar.pyarrow(
             run,
             name=f"chatgate_{uuid.uuid4().hex}",
-            signature=((row.type(),), ibis.dtype(dtype)),
-            null_handling="special",  # the UDF returns nulls (a problem of the whole value)
+            signature=((row.type(),), ibis.dtype(out)),
+            null_handling="special",  # the added columns hold nulls
             side_effects=False,
         )
-        return table.mutate(**{name: udf(row)})
+        packed = f"__chatgate_added_{uuid.uuid4().hex}__"
+        return table.mutate(**{packed: udf(row)}).unpack(packed)
 
     def project(
         self, table: ibis.Table, columns: list[str], renamed: dict[str, str], constants: dict[str, pa.Scalar]

@@ -60,6 +60,7 @@ numbers the source in its scan order), then by the global order of all codes.
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -286,17 +287,25 @@ class SparkEngine(LakehouseEngine):
 
     # -- shaping ----------------------------------------------------------------
 
-    def with_arrow_column(
+    def where_any(self, table: DataFrame, columns: list[str]) -> DataFrame:
+        return table.filter(functools.reduce(operator.or_, (column_ref(c).isNotNull() for c in columns)))
+
+    def list_item_counts(self, table: DataFrame, column: str) -> tuple[int, dict[str, int]]:
+        rows = table.filter(column_ref(column).isNotNull())
+        # Each row's items once: a repair is applied to a row or not.
+        items = rows.select(F.explode(F.array_distinct(column_ref(column))).alias("item")).groupBy("item").count()
+        return rows.count(), {row["item"]: row["count"] for row in items.collect()}
+
+    def with_arrow_columns(
         self,
         table: DataFrame,
         inputs: list[str],
-        name: str,
-        dtype: pa.DataType,
-        compute: Callable[[pa.RecordBatch], pa.Array],
+        added: pa.Schema,
+        compute: Callable[[pa.RecordBatch], list[pa.Array]],
     ) -> DataFrame:
-        schema = StructType([*table.schema.fields, StructField(name, from_arrow_type(dtype))])
-        add = functools.partial(_add_arrow_column, inputs=inputs, name=name, dtype=dtype, compute=compute)
-        return table.mapInArrow(add, schema)
+        fields = [StructField(f.name, from_arrow_type(f.type)) for f in added]
+        add = functools.partial(_add_arrow_columns, inputs=inputs, added=added, compute=compute)
+        return table.mapInArrow(add, StructType([*table.schema.fields, *fields]))
 
     def project(
         self, table: DataFrame, columns: list[str], renamed: dict[str, str], constants: dict[str, pa.Scalar]
@@ -401,14 +410,13 @@ class SparkEngine(LakehouseEngine):
         return any(name in text for name in CONCURRENT_WRITE_ERRORS)
 
 
-def _add_arrow_column(
+def _add_arrow_columns(
     batches: Iterator[pa.RecordBatch],
     *,
     inputs: list[str],
-    name: str,
-    dtype: pa.DataType,
-    compute: Callable[[pa.RecordBatch], pa.Array],
+    added: pa.Schema,
+    compute: Callable[[pa.RecordBatch], list[pa.Array]],
 ) -> Iterator[pa.RecordBatch]:
     for batch in batches:
-        added = compute(batch.select(inputs)).cast(dtype)
-        yield pa.RecordBatch.from_arrays([*batch.columns, added], names=[*batch.schema.names, name])
+        arrays = [array.cast(f.type) for array, f in zip(compute(batch.select(inputs)), added)]
+        yield pa.RecordBatch.from_arrays([*batch.columns, *arrays], names=[*batch.schema.names, *added.names])
