@@ -235,3 +235,23 @@ def test_quarantine_says_at_which_message_each_problem_is(tmp_path, source, engi
         assert row["pb_message_"] == locate(row["messages"], row["pb_reason_"], **CHECKS), row
     # Problems of a message and of the whole value are both there.
     assert {row["pb_message_"] is None for row in rows} == {True, False}
+
+
+def test_outputs_an_older_chatgate_wrote_gain_the_new_columns(tmp_path, source, engine, backend):
+    """Tables written before pb_message_ and the summary's fixed counts existed keep their rows and gain them."""
+    path, table = source
+    config = _config(tmp_path, path, engine, run_id="new")
+    run(_config(tmp_path, path, "duckdb", run_id="old"), None)
+    for name, dropped in ((config.outputs.quarantine, "pb_message_"), (config.outputs.summary, "fixed")):
+        old = _read(name)
+        old = old.drop([c for c in old.column_names if c in (dropped, "fixes")])
+        write_deltalake(name, old, mode="overwrite", schema_mode="overwrite")
+    run(config, backend)
+    quarantine = _read(config.outputs.quarantine)
+    runs = quarantine["pb_run_id_"].to_pylist()
+    messages = quarantine["pb_message_"].to_pylist()
+    assert {m for m, r in zip(messages, runs) if r == "old"} == {None}
+    assert any(m is not None for m, r in zip(messages, runs) if r == "new")
+    assert runs.count("old") == runs.count("new") == len(_expected(table))
+    summary = _read(config.outputs.summary)
+    assert sorted(summary["run_id"].to_pylist()) == ["new", "old"] and "fixes" in summary.column_names

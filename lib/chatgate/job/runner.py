@@ -28,7 +28,18 @@ from typing import Any, TypeVar
 import pyarrow as pa
 
 from ..engines.lakehouse import LakehouseEngine, schema_mismatch
-from ..names import CHECKED_AT, COLUMN, JOB_RESERVED, MESSAGE, REASON, RUN_ID, STEP, STEP_REASON_PREFIX
+from ..names import (
+    CHECKED_AT,
+    COLUMN,
+    FIXES,
+    JOB_RESERVED,
+    MESSAGE,
+    REASON,
+    REASON_BEFORE,
+    RUN_ID,
+    STEP,
+    STEP_REASON_PREFIX,
+)
 from ..pipeline import judge_step, preflight
 from ..rules import RowCheck, message_indices
 from .config import JobConfig
@@ -43,6 +54,9 @@ EXIT_FAILURE = 1  # the job itself failed (unreadable source, write error)
 EXIT_USAGE = 2  # a bad flag, config key or column name
 EXIT_ERROR = 3  # a step reached its error level
 EXIT_CRITICAL = 4  # a step reached its critical level
+
+ROW_OUTPUT_COLUMNS = frozenset((*JOB_RESERVED, FIXES, REASON_BEFORE))
+"""The columns chatgate adds to the rows it writes (quarantine, fixed, valid)."""
 
 WRITE_ATTEMPTS = 8
 """How many times a write is tried when other runs' commits keep winning the race."""
@@ -274,12 +288,20 @@ def row_checks(config: JobConfig, source_columns: list[str]) -> list[RowCheck]:
 
 def _check_targets(engine: LakehouseEngine, outputs: list[_Output], summary: str) -> None:
     """Before the first write: each output is new, or a Delta table with this run's columns."""
-    wanted = [(o.name, o.target, engine.columns(o.rows)) for o in outputs]
-    wanted.append(("summary", summary, SUMMARY_SCHEMA.names))
-    for name, target, columns in wanted:
+    wanted = [(o.name, o.target, engine.columns(o.rows), ROW_OUTPUT_COLUMNS) for o in outputs]
+    wanted.append(("summary", summary, SUMMARY_SCHEMA.names, frozenset(SUMMARY_SCHEMA.names)))
+    for name, target, columns, own in wanted:
         have = engine.target_columns(target)
-        if have is not None and {c.lower() for c in have} != {c.lower() for c in columns}:
+        if have is None:
+            continue
+        taken = {c.lower() for c in have}
+        extra = taken - {c.lower() for c in columns}
+        # A table an older chatgate wrote gains the columns chatgate added since (the writes merge schemas).
+        new = [c for c in columns if c.lower() not in taken]
+        if extra or any(c not in own for c in new):
             raise schema_mismatch(name, target, have, columns)
+        if new:
+            log.info("the %s table %s gains chatgate's new columns %s", name, target, new)
 
 
 def _write_outputs(

@@ -132,6 +132,7 @@ class DuckDBEngine(IbisEngine, LakehouseEngine):
                     reader,
                     mode="overwrite",
                     predicate=equals_sql(run_id_column, run_id),
+                    schema_mode="merge",  # the run checked the columns first: only chatgate's new ones are added
                     commit_properties=tagged,
                     **WRITE_SETTINGS,
                 )

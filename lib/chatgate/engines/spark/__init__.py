@@ -378,6 +378,8 @@ class SparkEngine(LakehouseEngine):
         else:
             # One commit removes the run's old rows and adds the new ones: a rerun never duplicates.
             writer = writer.mode("overwrite").option("replaceWhere", equals_sql(run_id_column, run_id))
+            # The run checked the columns first: only chatgate's new ones are added.
+            writer = writer.option("mergeSchema", "true")
         try:
             if is_path(target):
                 writer.save(target)
