@@ -31,7 +31,7 @@ def _scratch(base: Path, name: str) -> Path:
 
 def job(
     engine: str, source: str, base: Path, *, dedup: str = "auto", backend=None, valid: bool = False,
-    threads: int | None = None,
+    threads: int | None = None, fix: str | None = None,
 ) -> int:
     """The chatgate job end to end: read, check, write the quarantine and the summary.
 
@@ -42,6 +42,8 @@ def job(
     outputs = {"quarantine": str(out / "q"), "summary": str(out / "s")}
     if valid:
         outputs["valid"] = str(out / "v")
+    if fix:
+        outputs["fixed"] = str(out / "f")
     config = build_config(
         {
             "source": source,
@@ -52,6 +54,7 @@ def job(
             "outputs": outputs,
             "run_id": "bench",
             **({"embedded": {"threads": threads}} if threads else {}),
+            **({"fix": fix} if fix else {}),
         },
         {},
     )
