@@ -38,6 +38,9 @@ except ImportError:  # tests/ imported as a package
 
 TOOL_CALL = msg("assistant", None, tool_calls=[call("get_weather", {"city": "Paris"}, id="c1")])
 TOOL_ANSWER = msg("tool", "Sunny.", tool_call_id="c1")
+IMG = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+HTTP_IMG = {"type": "image_url", "image_url": {"url": "https://x/y.png"}}
+BIG_IMG = {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "A" * 16}}  # 12 bytes
 
 
 def located(*rows):
@@ -108,6 +111,13 @@ VALUES = located(
     ("openai-weight", [S, U, msg("assistant", "x", weight=True)], {"profile": "openai"}, "bad_weight", 2),
     ("openai-key", [S, msg("user", "x", foo=1), A], {"profile": "openai"}, "unknown_key", 1),
     ("together-missing-role", [S, U], {"profile": "together"}, "missing_role", None),
+    # content parts and images
+    ("bad_image_url", [S, msg("user", [IMG, HTTP_IMG]), A], {"image_data_urls": True}, "bad_image_url", 1),
+    ("image_too_large", [msg("user", [IMG]), A, msg("user", [BIG_IMG])], {"max_image_bytes": 8}, "image_too_large", 2),
+    ("image_role", [msg("user", [IMG]), msg("assistant", [IMG])], {"image_roles": ["user"]}, "image_role", 1),
+    ("too_many_images", [msg("user", [IMG, IMG]), A, msg("user", [IMG])], {"max_images": 2}, "too_many_images", None),
+    ("bad_content_type-part", [U, msg("assistant", [{"type": "image"}])], {"part_types": ["text"]}, "bad_content_type", 1),
+    ("together-image-role", [U, msg("assistant", [IMG])], {"profile": "together"}, "image_role", 1),
     ("torchtune-first-role", [S, A, U], {"profile": "torchtune"}, "first_role", 1),
     ("torchtune-two-users", [U, A, U, U], {"profile": "torchtune"}, "not_alternating", 3),
     (

@@ -23,6 +23,7 @@ from chatgate.rules.tools import declared_names
 
 try:
     import test_rules_datasets as datasets_tests
+    import test_rules_images as images_tests
     import test_rules_tools as tools_tests
     import test_rules_trainers as trainers_tests
     from test_locate_property import assert_sound_and_complete
@@ -30,6 +31,7 @@ try:
     from test_rules_reference import ALL as REFERENCE_EXAMPLES
 except ImportError:  # tests/ imported as a package
     import tests.test_rules_datasets as datasets_tests
+    import tests.test_rules_images as images_tests
     import tests.test_rules_tools as tools_tests
     import tests.test_rules_trainers as trainers_tests
     from tests.test_locate_property import assert_sound_and_complete
@@ -103,6 +105,10 @@ def json_form(value):
 EXAMPLES = (
     trainers_tests.OPTION_EXAMPLES
     + trainers_tests.PROFILE_EXAMPLES
+    + images_tests.OPTION_EXAMPLES
+    + images_tests.STANDARD_EXAMPLES
+    + images_tests.PREFERENCE_EXAMPLES
+    + images_tests.PROFILE_EXAMPLES
     + tools_tests.PASSING
     + tools_tests.BAD_TOOL_CALL
     + tools_tests.ORPHAN_TOOL
@@ -170,6 +176,13 @@ CORPUS_RUNS = [
     ),
     ("llamafactory/kto_en_demo.json", LM, {"profile": "torchtune", "last_role": "user"}),
     ("llamafactory/mllm_demo.json", None, {}),
+    ("llamafactory/reason_tool_use_demo_50.jsonl", None, {"part_types": ["text"], "text_key": "value"}),
+    (
+        "llamafactory/dpo_en_demo.json",
+        PREF,
+        {"columns": {"prompt": "conversations"}, "role_key": "from", "content_key": "value",
+         "role_map": {"human": "user", "gpt": "assistant"}, "single_message_answers": True, "first_role": "assistant"},
+    ),
     ("llamafactory/reason_tool_use_demo_50.jsonl", None, {}),
     ("llamafactory/reason_tool_use_demo_50.jsonl", None, {"tools": True}),
     ("llamafactory/v1_sft_demo.jsonl", None, {"profile": "openai"}),

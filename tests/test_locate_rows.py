@@ -42,6 +42,7 @@ except ImportError:  # tests/ imported as a package
 LM, PO, PC, PREF, IMPL, UNP = DATASET_TYPES
 TOOLS = {"tools": True}
 IMAGE = {"type": "image"}
+PNG_PART = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
 
 
 def placed(*rows):
@@ -145,6 +146,43 @@ ROWS = placed(
         "completion",
         None,
         "json",
+    ),
+    # lists of content parts as standard values, and single-message answers
+    (
+        "image_role-standard-completion",
+        {"prompt": "Draw a cat", "completion": [PNG_PART]},
+        PC,
+        {"profile": "together"},
+        "image_role",
+        "completion",
+        None,
+    ),
+    (
+        "bad_image_url-standard-prompt",
+        {"prompt": [{"type": "image_url", "image_url": {"url": "https://x"}}], "completion": "Yo"},
+        PC,
+        {"standard_parts": True, "image_data_urls": True},
+        "bad_image_url",
+        "prompt",
+        None,
+    ),
+    (
+        "too_many_images-standard-prompt",
+        {"prompt": [PNG_PART] * 3, "completion": "Yo"},
+        PC,
+        {"standard_parts": True, "max_images": 2},
+        "too_many_images",
+        "prompt",
+        None,
+    ),
+    (
+        "completion_role-single-answer",
+        {"prompt": [U], "chosen": msg("user", "Blue."), "rejected": A2},
+        PREF,
+        {"single_message_answers": True},
+        "completion_role",
+        "chosen",
+        0,
     ),
     # the parts of a dataset row: each message in its own column
     ("prompt_end-prompt-only", {"prompt": [U, A]}, PO, {}, "prompt_end", "prompt", 1),

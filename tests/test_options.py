@@ -42,6 +42,13 @@ VALUES = {
     "allowed_keys": (("name", "weight"), ["--allowed-keys", "name,weight"]),
     "role_map": ({"human": "user", "gpt": "assistant"}, ["--role-map", "human=user,gpt=assistant"]),
     "legacy_functions": (True, ["--legacy-functions"]),
+    "image_data_urls": (True, ["--image-data-urls"]),
+    "max_image_bytes": (1024, ["--max-image-bytes", "1024"]),
+    "image_roles": (("user",), ["--image-roles", "user"]),
+    "max_images": (10, ["--max-images", "10"]),
+    "part_types": (("text", "image_url"), ["--part-types", "text,image_url"]),
+    "standard_parts": (True, ["--standard-parts"]),
+    "single_message_answers": (True, ["--single-message-answers"]),
     "profile": ("sample", ["--profile", "sample"]),
 }
 NAMES = [o.name for o in chat_options()]

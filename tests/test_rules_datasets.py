@@ -1008,6 +1008,7 @@ def test_every_new_code_has_an_example():
     # the trainers' row rules are in tests/test_rules_trainers.py
     trainers = {"too_few_messages", "unknown_key", "bad_content_type", "bad_weight"}
     trainers |= {"bad_function_call", "missing_role"}
+    trainers |= {"bad_image_url", "image_too_large", "image_role", "too_many_images"}
     codes = {param.values[3] for param in ALL}
     assert set(EXTENDED_REASONS) - tools - trainers <= codes
     assert set(REASONS) <= codes
@@ -1468,6 +1469,11 @@ EXTENDED_PHRASES = {
         "has a content of a kind that isn't allowed",
         "have a content of a kind that isn't allowed",
     ),
+    "bad_image_url": (
+        "has an image that isn't a base64 data URL of a JPEG, PNG or WEBP",
+        "have an image that isn't a base64 data URL of a JPEG, PNG or WEBP",
+    ),
+    "image_too_large": ("has an image that's too large", "have an image that's too large"),
     "bad_weight": ("has a weight that isn't 0 or 1", "have a weight that isn't 0 or 1"),
     "bad_tool_call": ("has a malformed tool call", "have a malformed tool call"),
     "bad_function_call": ("has a malformed function call", "have a malformed function call"),
@@ -1480,6 +1486,10 @@ EXTENDED_PHRASES = {
         "have a tools list that isn't a list of function schemas",
     ),
     "tool_turn": ("has a tool turn", "have a tool turn"),
+    "image_role": (
+        "has images in a message whose role can't hold them",
+        "have images in a message whose role can't hold them",
+    ),
     "developer_position": (
         "has a developer message that isn't at the start",
         "have a developer message that isn't at the start",
@@ -1505,6 +1515,7 @@ EXTENDED_PHRASES = {
         "calls a function its tools don't declare",
         "call a function their tools don't declare",
     ),
+    "too_many_images": ("has too many images", "have too many images"),
     "image_count": (
         "has image parts that don't match its images",
         "have image parts that don't match their images",

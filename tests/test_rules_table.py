@@ -56,6 +56,8 @@ TABLE_CODES = [
     "bad_message",
     "unknown_key",
     "bad_content_type",
+    "bad_image_url",
+    "image_too_large",
     "bad_weight",
     "bad_tool_call",
     "bad_function_call",
@@ -63,6 +65,7 @@ TABLE_CODES = [
     "bad_tools",
     "tool_turn",
     "unknown_role",
+    "image_role",
     "system_position",
     "developer_position",
     "missing_turn",
@@ -75,6 +78,7 @@ TABLE_CODES = [
     "last_role",
     "unknown_tool",
     "empty_content",
+    "too_many_images",
     "image_count",
 ]
 
@@ -95,6 +99,8 @@ def test_all_reasons_is_the_table_order_with_the_codes_decided_elsewhere():
         "bad_message",
         "unknown_key",
         "bad_content_type",
+        "bad_image_url",
+        "image_too_large",
         "bad_weight",
         "bad_tool_call",
         "bad_function_call",
@@ -102,6 +108,7 @@ def test_all_reasons_is_the_table_order_with_the_codes_decided_elsewhere():
         "bad_tools",
         "tool_turn",
         "unknown_role",
+        "image_role",
         "system_position",
         "developer_position",
         "missing_turn",
@@ -114,6 +121,7 @@ def test_all_reasons_is_the_table_order_with_the_codes_decided_elsewhere():
         "last_role",
         "unknown_tool",
         "empty_content",
+        "too_many_images",
         "image_count",
         "same_pair",
         "implicit_prompt",
@@ -145,6 +153,7 @@ def test_switches_are_named_once():
     fmt = ChatFormat(tools=True, harmony=True, first_role="user", last_role="assistant")
     everything = switches(fmt, WHOLE, extras=True, declared=True, images=True)
     row_options = {"min_messages", "allowed_keys", "content_types", "weight_key", "legacy_functions", "require_roles"}
+    row_options |= {"image_data_urls", "max_image_bytes", "image_roles", "max_images"}
     assert everything == set(SWITCHES) - {"profile", "prompt", "completion"} - row_options
     trainer = ChatFormat(
         min_messages=2,
@@ -153,8 +162,13 @@ def test_switches_are_named_once():
         weight_key="weight",
         legacy_functions=True,
         require_roles=["assistant"],
+        image_data_urls=True,
+        max_image_bytes=1,
+        image_roles=["user"],
+        max_images=1,
     )
     assert switches(trainer, WHOLE) >= row_options
+    assert "content_types" in switches(ChatFormat(part_types=["text"]))
     assert switches(sample_profile(), PROMPT) == {
         "profile",
         "system_role",
@@ -305,10 +319,14 @@ def test_the_strict_path_splits_the_table():
 def test_only_empty_content_reads_the_contents():
     # The strict path remembers the verdict of the other rules per sequence of roles,
     # and tests blank contents as `is_blank` does for strings.
-    # (`bad_content_type` reads them too, but only with content_types= set, which takes
-    # the general path: the strict path never holds it.)
-    assert [rule.code for rule in RULES if rule.reads_contents] == ["bad_content_type", "empty_content"]
+    # (The rules of content parts read them too, but only with their options set, which take
+    # the general path: the strict path never holds them.)
+    parts = ["bad_content_type", "bad_image_url", "image_too_large", "image_role", "too_many_images"]
+    assert [rule.code for rule in RULES if rule.reads_contents] == [*parts[:4], "empty_content", parts[4]]
     assert not ChatFormat(content_types="text").is_core
+    for options in ({"part_types": ["text"]}, {"image_data_urls": True}, {"max_image_bytes": 9},
+                    {"image_roles": ["user"]}, {"max_images": 1}):
+        assert not ChatFormat(**options).is_core, options
 
 
 class Untouchable:

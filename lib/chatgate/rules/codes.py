@@ -25,7 +25,9 @@ standard-format codes, `not_label`) or by comparing two values of a row
 | empty_text | dataset types | a standard-format string is empty or only whitespace |
 | bad_message | core | a message isn't a mapping with a string role |
 | unknown_key | allowed_keys= | a message holds a key outside `allowed_keys=` (and the role and content keys) |
-| bad_content_type | content_types= | a content that isn't a string (`"text"`), or neither a string nor a list of content parts (`"text_or_parts"`) |
+| bad_content_type | content_types= / part_types= | a content that isn't a string (`"text"`), or neither a string nor a list of content parts (`"text_or_parts"`); a part of a type not in `part_types=` |
+| bad_image_url | image_data_urls=True | an `image_url` part that doesn't hold a base64 data URL of a JPEG, PNG or WEBP image |
+| image_too_large | max_image_bytes= | a data URL of an image larger than `max_image_bytes=` |
 | bad_weight | weight_key= | a message's weight isn't the integer 0 or 1 |
 | bad_tool_call | tools=True | `tool_calls` isn't a list of `{"type": "function", "function": {"name", "arguments"}}` on an assistant message |
 | bad_function_call | legacy_functions=True | a `function_call` isn't a mapping with a name, or is on a message that isn't the assistant's |
@@ -33,6 +35,7 @@ standard-format codes, `not_label`) or by comparing two values of a row
 | bad_tools | tools column | the row's `tools` isn't a list of function schemas |
 | tool_turn | profile="sample" | a tool or function turn, or an assistant message with tool calls |
 | unknown_role | core | a role not in `roles=` |
+| image_role | image_roles= | image parts in a message whose role isn't in `image_roles=` (or in a standard completion) |
 | system_position | core | a system message that isn't first |
 | developer_position | harmony=True | a developer message that isn't at the start (after an optional system message), or a second one |
 | missing_turn | profile="sample" | no user turn or no assistant turn |
@@ -45,6 +48,7 @@ standard-format codes, `not_label`) or by comparing two values of a row
 | last_role | core | the last message has the wrong role |
 | unknown_tool | tools column | a called function isn't declared in the row's `tools` |
 | empty_content | core | a message has no content |
+| too_many_images | max_images= | more image parts than `max_images=` |
 | image_count | images column | the image parts don't match the length of the row's `images` |
 | same_pair | preference types | chosen and rejected are identical |
 | implicit_prompt | implicit preference | chosen and rejected share no prompt, or one doesn't continue after it |
@@ -74,12 +78,15 @@ EXTENDED_REASONS: tuple[str, ...] = (
     "empty_text",
     "unknown_key",
     "bad_content_type",
+    "bad_image_url",
+    "image_too_large",
     "bad_weight",
     "bad_tool_call",
     "bad_function_call",
     "bad_thinking",
     "bad_tools",
     "tool_turn",
+    "image_role",
     "developer_position",
     "missing_turn",
     "missing_role",
@@ -87,6 +94,7 @@ EXTENDED_REASONS: tuple[str, ...] = (
     "completion_role",
     "orphan_tool",
     "unknown_tool",
+    "too_many_images",
     "image_count",
     "same_pair",
     "implicit_prompt",
@@ -103,6 +111,8 @@ ALL_REASONS: tuple[str, ...] = (
     "bad_message",
     "unknown_key",
     "bad_content_type",
+    "bad_image_url",
+    "image_too_large",
     "bad_weight",
     "bad_tool_call",
     "bad_function_call",
@@ -110,6 +120,7 @@ ALL_REASONS: tuple[str, ...] = (
     "bad_tools",
     "tool_turn",
     "unknown_role",
+    "image_role",
     "system_position",
     "developer_position",
     "missing_turn",
@@ -122,6 +133,7 @@ ALL_REASONS: tuple[str, ...] = (
     "last_role",
     "unknown_tool",
     "empty_content",
+    "too_many_images",
     "image_count",
     "same_pair",
     "implicit_prompt",
@@ -163,6 +175,16 @@ PHRASES: dict[str, tuple[str, str]] = {
         "has a content of a kind that isn't allowed",
         "have a content of a kind that isn't allowed",
     ),
+    "bad_image_url": (
+        "has an image that isn't a base64 data URL of a JPEG, PNG or WEBP",
+        "have an image that isn't a base64 data URL of a JPEG, PNG or WEBP",
+    ),
+    "image_too_large": ("has an image that's too large", "have an image that's too large"),
+    "image_role": (
+        "has images in a message whose role can't hold them",
+        "have images in a message whose role can't hold them",
+    ),
+    "too_many_images": ("has too many images", "have too many images"),
     "bad_weight": ("has a weight that isn't 0 or 1", "have a weight that isn't 0 or 1"),
     "bad_function_call": ("has a malformed function call", "have a malformed function call"),
     "missing_role": ("lacks a required role", "lack a required role"),

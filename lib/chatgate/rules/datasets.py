@@ -27,7 +27,6 @@ tools=True) and `images` columns, when present, apply to each whole conversation
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +39,7 @@ from .formats import (
     CONVERSATIONAL,
     FORMATS,
     MISSING_VALUE,
+    PARTS,
     STANDARD,
     TEXT,
     classify,
@@ -50,6 +50,7 @@ from .formats import (
 from .judge import COMPLETION, PROMPT, WHOLE, judge
 from .messages import Read, image_total, messages_in, read_messages
 from .spec import ChatFormat, format_from
+from .standard import PART_FIELDS, parts_codes, standard_problems
 from .tools import declared_names
 from .values import blank_checker, common_prefix, same_value
 
@@ -305,6 +306,8 @@ class DatasetCheck(RowCheck):
             codes |= {"not_text", "empty_text"}
             if kind == IMPLICIT_PREFERENCE:
                 codes.add("implicit_prompt")
+            if self._parts_fields():
+                codes |= parts_codes(self.fmt)
         if self.format != STANDARD and kind != LANGUAGE_MODELING:
             codes |= set(self.fmt.codes())
             codes.add("prompt_end")
@@ -345,8 +348,7 @@ class DatasetCheck(RowCheck):
         codes: list[str | None] = []
         if "label" in values:
             codes.append(label_problem(values.pop("label"), self.fmt.na_pass))
-        mode = STANDARD if self.dataset_type == LANGUAGE_MODELING else self.format
-        kinds = {f: classify(v, mode) for f, v in values.items()}
+        kinds = self.kinds(values)
         row_format = self._row_format(kinds)
         if row_format is None:
             codes.append("mixed_format")
@@ -358,39 +360,38 @@ class DatasetCheck(RowCheck):
 
     # -- the rules
 
+    def _parts_fields(self) -> set[str]:
+        """The fields that may be lists of content parts (standard_parts=True)."""
+        if not self.fmt.standard_parts or self.dataset_type == LANGUAGE_MODELING:
+            return set()
+        return set(PART_FIELDS) & set(self.fields)
+
+    def single_answers(self) -> bool:
+        """May an answer (completion, chosen, rejected) be one message object? Only where a
+        prompt is given apart (an implicit preference's values are whole conversations)."""
+        return self.fmt.single_message_answers and "prompt" in self.fields
+
+    def kinds(self, values: Mapping[str, Any]) -> dict[str, tuple[str, Any]]:
+        """Each field's (kind, value) as `formats.classify` reads it, in the check's format."""
+        mode = STANDARD if self.dataset_type == LANGUAGE_MODELING else self.format
+        parts = self._parts_fields()
+        role_key = self.fmt.role_key
+        return {f: classify(v, mode, role_key if f in parts else None) for f, v in values.items()}
+
     def _row_format(self, kinds: dict[str, tuple[str, Any]]) -> str | None:
         if self.dataset_type == LANGUAGE_MODELING:
             return STANDARD
         if self.format != AUTO:
             return self.format
         found = {kind for kind, _ in kinds.values()}
-        if CONV in found and TEXT in found:
+        standard = TEXT in found or PARTS in found
+        if CONV in found and standard:
             return None
-        return STANDARD if TEXT in found else CONVERSATIONAL
+        return STANDARD if standard else CONVERSATIONAL
 
     def _standard(self, kinds: dict[str, tuple[str, Any]]) -> list[str | None]:
-        codes: list[str | None] = []
-        texts: dict[str, str] = {}
-        for name, (kind, value) in kinds.items():
-            if kind == MISSING_VALUE:
-                codes.append(None if self.fmt.na_pass else "not_text")
-            elif kind == CONV:
-                codes.append("mixed_format")
-            elif kind != TEXT:
-                codes.append("not_text")
-            elif not value or value.isspace():
-                codes.append("empty_text")
-            else:
-                texts[name] = value
-        if "chosen" in texts and "rejected" in texts:
-            chosen, rejected = texts["chosen"], texts["rejected"]
-            if chosen == rejected:
-                codes.append("same_pair")
-            elif self.dataset_type == IMPLICIT_PREFERENCE:
-                prefix = os.path.commonprefix([chosen, rejected])
-                if not prefix or prefix in (chosen, rejected):
-                    codes.append("implicit_prompt")
-        return codes
+        implicit = self.dataset_type == IMPLICIT_PREFERENCE
+        return [code for code, _ in standard_problems(kinds, self.fmt, implicit)]
 
     def _conversational(
         self, kinds: dict[str, tuple[str, Any]], row: Mapping[str, Any]
@@ -403,10 +404,11 @@ class DatasetCheck(RowCheck):
             if kind == MISSING_VALUE:
                 codes.append(None if fmt.na_pass else "not_messages")
                 continue
-            if kind == TEXT:
+            if kind in (TEXT, PARTS):
                 codes.append("mixed_format")
                 continue
-            messages = messages_in(value, fmt) if kind == CONV else None
+            single = self.single_answers() and name != "prompt"
+            messages = messages_in(value, fmt, single=single) if kind == CONV else None
             if messages is None:
                 codes.append("not_messages")
                 continue

@@ -9,6 +9,10 @@ or `"standard"` every value must be of that format: a value of the other one is
 verdict of a row never depends on other rows; to flag the minority of a column
 that mixes formats, count the formats of the whole column (`format_counts`, which
 adds up across batches and partitions) and pin the majority (`majority_format`).
+
+With `standard_parts=True`, a prompt or completion that is a list of content parts
+(Together's multimodal instruction format) is a standard value too: `classify`
+tells it apart as `PARTS` (see `is_parts`).
 """
 
 from __future__ import annotations
@@ -24,12 +28,31 @@ from .values import NOT_JSON, is_missing, is_sequence, parse_json
 AUTO, CONVERSATIONAL, STANDARD = "auto", "conversational", "standard"
 FORMATS: tuple[str, ...] = (AUTO, CONVERSATIONAL, STANDARD)
 
-MISSING_VALUE, CONV, TEXT, BROKEN, OTHER = "missing", "conv", "text", "broken", "other"
+MISSING_VALUE, CONV, TEXT, BROKEN, OTHER, PARTS = "missing", "conv", "text", "broken", "other", "parts"
 """The kinds of value `classify` tells apart."""
 
 
-def classify(value: Any, mode: str) -> tuple[str, Any]:
-    """(kind, decoded value): missing, conv(ersation), text, broken (JSON) or other."""
+def is_parts(value: Any, role_key: str) -> bool:
+    """Is a decoded value a list of content parts rather than of messages? Some item is a
+    mapping with a string `type`, and none is a mapping with a role.
+
+    >>> is_parts([{"type": "text", "text": "Hi"}], "role"), is_parts([{"role": "user", "type": "x"}], "role")
+    (True, False)
+    """
+    if isinstance(value, Mapping) or not is_sequence(value):
+        return False
+    typed = False
+    for item in value:
+        if isinstance(item, Mapping):
+            if not is_missing(item.get(role_key)):
+                return False
+            typed = typed or isinstance(item.get("type"), str)
+    return typed
+
+
+def classify(value: Any, mode: str, parts: str | None = None) -> tuple[str, Any]:
+    """(kind, decoded value): missing, conv(ersation), text, broken (JSON) or other; with
+    `parts` (the role key), a list of content parts is `PARTS`."""
     if is_missing(value):
         return MISSING_VALUE, None
     if isinstance(value, (bytes, bytearray, memoryview)):
@@ -38,18 +61,20 @@ def classify(value: Any, mode: str) -> tuple[str, Any]:
         except UnicodeDecodeError:
             return (OTHER if mode == STANDARD else BROKEN), None
     if isinstance(value, str):
-        if mode == STANDARD:
+        if mode == STANDARD and parts is None:
             return TEXT, value
         start = value.lstrip()[:1]
         if start in ("[", "{"):
             decoded = parse_json(str(value))
             if decoded is not NOT_JSON and (isinstance(decoded, Mapping) or is_sequence(decoded)):
-                return CONV, decoded
+                if parts is not None and is_parts(decoded, parts):
+                    return PARTS, decoded
+                return (TEXT, value) if mode == STANDARD else (CONV, decoded)
             if mode == CONVERSATIONAL:
                 return BROKEN, None
         return TEXT, value
     if isinstance(value, Mapping) or is_sequence(value):
-        return CONV, value
+        return (PARTS, value) if parts is not None and is_parts(value, parts) else (CONV, value)
     return OTHER, value
 
 

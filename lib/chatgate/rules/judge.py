@@ -22,18 +22,14 @@ around its codes, whose order is the table's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from numbers import Integral
 from operator import eq
 from typing import Any, NamedTuple
 
+from .markers import BAD, MISSING
+from .parts import bad_content_type, bad_image_url, image_role, image_too_large, too_many_images
 from .spec import DEVELOPER_ROLE, TOOL_ROLE, TOOL_ROLES, ChatFormat
-
-BAD = object()
-"""The role of a message that isn't a mapping with a string role (and a malformed value)."""
-
-MISSING = object()
-"""The content of a message that has no content key."""
 
 WHOLE = "whole"
 PROMPT = "prompt"
@@ -109,14 +105,6 @@ def bad_message(c: Conversation) -> bool:
 def unknown_key(c: Conversation) -> bool:
     """Refuses a message holding a key outside `allowed_keys=` (the role and content keys aside)."""
     return any(x.unknown_key for x in c.extras)
-
-
-def bad_content_type(c: Conversation) -> bool:
-    """Refuses a content of a kind `content_types=` doesn't allow: not a string ("text"), or
-    neither a string nor a list of content parts ("text_or_parts"). A missing or null
-    content is no content, `empty_content`'s to judge."""
-    parts = c.fmt.content_types == "text_or_parts"
-    return not all(_content_kind_ok(content, parts) for content in c.contents)
 
 
 def bad_weight(c: Conversation) -> bool:
@@ -280,16 +268,6 @@ def image_count(c: Conversation) -> bool:
     return images is BAD or images != sum(x.images for x in c.extras)
 
 
-def _content_kind_ok(content: Any, parts: bool) -> bool:
-    from .values import is_missing, is_sequence  # values imports this module's markers
-
-    if content is MISSING or isinstance(content, str) or is_missing(content):
-        return True
-    if not parts or not is_sequence(content):
-        return False
-    return all(isinstance(part, Mapping) and isinstance(part.get("type"), str) for part in content)
-
-
 def _is_zero_or_one(value: Any) -> bool:
     return isinstance(value, Integral) and not isinstance(value, bool) and value in (0, 1)
 
@@ -326,6 +304,8 @@ RULES: tuple[Rule, ...] = (
     _rule(bad_message),
     _rule(unknown_key, "allowed_keys", "extras"),
     _rule(bad_content_type, "content_types", reads_contents=True),
+    _rule(bad_image_url, "image_data_urls", reads_contents=True),
+    _rule(image_too_large, "max_image_bytes", reads_contents=True),
     _rule(bad_weight, "weight_key", "extras"),
     _rule(bad_tool_call, "tools", "extras"),
     _rule(bad_function_call, "legacy_functions", "extras"),
@@ -333,6 +313,7 @@ RULES: tuple[Rule, ...] = (
     _rule(bad_tools, "declared"),
     _rule(tool_turn, "profile", "extras"),
     _rule(unknown_role),
+    _rule(image_role, "image_roles", reads_contents=True),
     _rule(system_position, "system_role"),
     _rule(developer_position, "harmony"),
     _rule(missing_turn, "profile", "whole"),
@@ -345,6 +326,7 @@ RULES: tuple[Rule, ...] = (
     _rule(last_role, "last_role", "whole"),
     _rule(unknown_tool, "declared", "extras"),
     _rule(empty_content, "no_empty", reads_contents=True),
+    _rule(too_many_images, "max_images", reads_contents=True),
     _rule(image_count, "images", "extras"),
 )
 """Every rule of a conversation, in `codes.ALL_REASONS` order."""
@@ -353,6 +335,10 @@ SWITCHES: tuple[str, ...] = (
     "min_messages",
     "allowed_keys",
     "content_types",
+    "image_data_urls",
+    "max_image_bytes",
+    "image_roles",
+    "max_images",
     "weight_key",
     "legacy_functions",
     "require_roles",
@@ -389,7 +375,11 @@ def switches(
     on = {
         "min_messages": fmt.min_messages is not None,
         "allowed_keys": fmt.allowed_keys is not None,
-        "content_types": fmt.content_types != "any",
+        "content_types": fmt.content_types != "any" or fmt.part_types is not None,
+        "image_data_urls": fmt.image_data_urls,
+        "max_image_bytes": fmt.max_image_bytes is not None,
+        "image_roles": fmt.image_roles is not None,
+        "max_images": fmt.max_images is not None,
         "weight_key": fmt.weight_key is not None,
         "legacy_functions": fmt.legacy_functions,
         "require_roles": bool(fmt.require_roles),

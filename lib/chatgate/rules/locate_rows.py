@@ -29,7 +29,6 @@ every labelled example and on the corpus.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -39,15 +38,15 @@ from .checks import ChatCheck, LabelCheck, RowCheck, column_values, label_proble
 from .codes import first_reason, reason_rank
 from .datasets import (
     IMPLICIT_PREFERENCE,
-    LANGUAGE_MODELING,
     PROMPT_ONLY,
     DatasetCheck,
 )
-from .formats import CONV, MISSING_VALUE, STANDARD, TEXT, classify
+from .formats import CONV, MISSING_VALUE, PARTS, STANDARD, TEXT
 from .judge import COMPLETION, PROMPT, WHOLE
 from .locate import locate_array, problems_of
 from .locate_sites import Problem, problems_in
 from .messages import Read, image_total, messages_in, read_messages
+from .standard import standard_problems
 from .tools import declared_names
 from .values import common_prefix, same_value
 
@@ -120,8 +119,7 @@ def _dataset_problems(check: DatasetCheck, row: Mapping[str, Any]) -> list[RowPr
         code = label_problem(values.pop("label"), check.fmt.na_pass)
         if code is not None:
             found.append(RowProblem(code, check.column_of("label"), None))
-    mode = STANDARD if check.dataset_type == LANGUAGE_MODELING else check.format
-    kinds = {f: classify(v, mode) for f, v in values.items()}
+    kinds = check.kinds(values)
     row_format = check._row_format(kinds)
     if row_format is None:
         found.append(RowProblem("mixed_format", None, None))
@@ -133,32 +131,9 @@ def _dataset_problems(check: DatasetCheck, row: Mapping[str, Any]) -> list[RowPr
 
 
 def _standard(check: DatasetCheck, kinds: dict[str, tuple[str, Any]]) -> list[RowProblem]:
-    """`DatasetCheck._standard`, each code in its column."""
-    found: list[RowProblem] = []
-    texts: dict[str, str] = {}
-    for name, (kind, value) in kinds.items():
-        code = None
-        if kind == MISSING_VALUE:
-            code = None if check.fmt.na_pass else "not_text"
-        elif kind == CONV:
-            code = "mixed_format"
-        elif kind != TEXT:
-            code = "not_text"
-        elif not value or value.isspace():
-            code = "empty_text"
-        else:
-            texts[name] = value
-        if code is not None:
-            found.append(RowProblem(code, check.column_of(name), None))
-    if "chosen" in texts and "rejected" in texts:
-        chosen, rejected = texts["chosen"], texts["rejected"]
-        if chosen == rejected:
-            found.append(RowProblem("same_pair", None, None))
-        elif check.dataset_type == IMPLICIT_PREFERENCE:
-            prefix = os.path.commonprefix([chosen, rejected])
-            if not prefix or prefix in (chosen, rejected):
-                found.append(RowProblem("implicit_prompt", None, None))
-    return found
+    """`DatasetCheck._standard`, each code in its column (a list of parts' problem at no message)."""
+    found = standard_problems(kinds, check.fmt, check.dataset_type == IMPLICIT_PREFERENCE)
+    return [RowProblem(code, None if name is None else check.column_of(name), None) for code, name in found]
 
 
 class _Parts:
@@ -206,10 +181,11 @@ def _conversational(
         code = None
         if kind == MISSING_VALUE:
             code = None if fmt.na_pass else "not_messages"
-        elif kind == TEXT:
+        elif kind in (TEXT, PARTS):
             code = "mixed_format"
         else:
-            messages = messages_in(value, fmt) if kind == CONV else None
+            single = check.single_answers() and name != "prompt"
+            messages = messages_in(value, fmt, single=single) if kind == CONV else None
             if messages is None:
                 code = "not_messages"
             else:

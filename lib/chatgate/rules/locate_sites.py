@@ -8,11 +8,11 @@ Where each code is found (`SITES`):
 
 | code | message |
 |---|---|
-| not_messages, no_messages, too_few_messages, missing_turn, missing_role, image_count | None: the value as a whole |
+| not_messages, no_messages, too_few_messages, missing_turn, missing_role, too_many_images, image_count | None: the value as a whole |
 | bad_tools | None: the row's `tools` column, not a message |
 | mixed_format, not_text, not_label, empty_text, same_pair, implicit_prompt | None: decided on a dataset row, not on one conversation (see `locate_rows`) |
 | bad_message | each message that isn't a mapping with a string role |
-| unknown_key, bad_content_type, bad_weight, bad_tool_call, bad_function_call, bad_thinking, tool_turn, unknown_role, unknown_tool, empty_content | each message the rule refuses |
+| unknown_key, bad_content_type, bad_image_url, image_too_large, bad_weight, bad_tool_call, bad_function_call, bad_thinking, tool_turn, unknown_role, image_role, unknown_tool, empty_content | each message the rule refuses |
 | system_position | each system message but the first message |
 | developer_position | each developer message after the lead (the leading system and developer messages) |
 | first_role | the first turn (the first message after the lead); None when there is no turn (a lone system message) |
@@ -50,12 +50,9 @@ from typing import Any, NamedTuple
 
 from .codes import reason_rank
 from .judge import (
-    BAD,
-    MISSING,
     WHOLE,
     Conversation,
     _answers,
-    _content_kind_ok,
     _is_zero_or_one,
     active_rules,
     bad_tools,
@@ -67,7 +64,9 @@ from .judge import (
     prompt_end,
     too_few_messages,
 )
+from .markers import BAD, MISSING
 from .messages import Read
+from .parts import content_kind_ok, has_bad_image_url, has_large_image, image_parts, too_many_images
 from .spec import DEVELOPER_ROLE, TOOL_ROLE, TOOL_ROLES, ChatFormat
 from .values import blank_checker
 
@@ -122,7 +121,20 @@ def _unknown_key(c: Conversation, i: int) -> bool:
 
 
 def _bad_content_type(c: Conversation, i: int) -> bool:
-    return not _content_kind_ok(c.contents[i], c.fmt.content_types == "text_or_parts")
+    fmt = c.fmt
+    return not content_kind_ok(c.contents[i], fmt.content_types, fmt.part_types, fmt.text_key)
+
+
+def _bad_image_url(c: Conversation, i: int) -> bool:
+    return has_bad_image_url(c.contents[i])
+
+
+def _image_too_large(c: Conversation, i: int) -> bool:
+    return has_large_image(c.contents[i], c.fmt.max_image_bytes)  # type: ignore[arg-type]  # set: switch on
+
+
+def _image_role(c: Conversation, i: int) -> bool:
+    return c.roles[i] not in c.fmt.image_roles and image_parts(c.contents[i]) > 0  # type: ignore[operator]
 
 
 def _bad_weight(c: Conversation, i: int) -> bool:
@@ -233,6 +245,8 @@ SITES: dict[str, Sites] = {
     "bad_message": _bad_messages,
     "unknown_key": _each(_unknown_key),
     "bad_content_type": _each(_bad_content_type),
+    "bad_image_url": _each(_bad_image_url),
+    "image_too_large": _each(_image_too_large),
     "bad_weight": _each(_bad_weight),
     "bad_tool_call": _each(_bad_tool_call),
     "bad_function_call": _each(_bad_function_call),
@@ -240,6 +254,7 @@ SITES: dict[str, Sites] = {
     "bad_tools": _whole(bad_tools),
     "tool_turn": _each(_tool_turn),
     "unknown_role": _each(_unknown_role),
+    "image_role": _each(_image_role),
     "system_position": _each(_system_position),
     "developer_position": _each(_developer_position),
     "missing_turn": _whole(missing_turn),
@@ -252,6 +267,7 @@ SITES: dict[str, Sites] = {
     "last_role": _last(last_role),
     "unknown_tool": _each(_unknown_tool),
     "empty_content": _each(_empty_content),
+    "too_many_images": _whole(too_many_images),
     "image_count": _whole(image_count),
 }
 """For each rule of `judge.RULES`, where in a conversation it applies."""
@@ -263,6 +279,7 @@ WHOLE_VALUE_CODES: frozenset[str] = ROW_CODES | {
     "bad_tools",
     "missing_turn",
     "missing_role",
+    "too_many_images",
     "image_count",
 }
 """Codes that never point at a message (`first_role` does, unless there is no turn)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from .judge import BAD, MISSING
+from .markers import BAD, MISSING
 from .spec import ChatFormat
 from .tools import identifier, parse_calls, sharegpt_calls
 from .values import is_missing, is_sequence
@@ -64,18 +64,24 @@ class Read(NamedTuple):
         )
 
 
-def messages_in(value: Any, fmt: ChatFormat) -> list[Any] | None:
+def messages_in(value: Any, fmt: ChatFormat, *, single: bool = False) -> list[Any] | None:
     """The messages a decoded value holds (a list), or None if it holds none.
 
     A list (tuple, NumPy array) of messages, or a mapping whose "messages" key holds
-    one; with sharegpt=True also "conversations", or a single message object.
+    one; with sharegpt=True also "conversations", or a single message object. With
+    `single=True` (an answer of a dataset row, with `single_message_answers=True`), a
+    mapping that holds the role key and no "messages" is one message too.
 
     >>> messages_in({"messages": [{"role": "user"}]}, ChatFormat())
     [{'role': 'user'}]
     >>> messages_in({"from": "gpt", "value": "Hi"}, ChatFormat(sharegpt=True))
     [{'from': 'gpt', 'value': 'Hi'}]
+    >>> messages_in({"role": "assistant", "content": "Hi"}, ChatFormat(), single=True)
+    [{'role': 'assistant', 'content': 'Hi'}]
     """
     if isinstance(value, Mapping):
+        if single and "messages" not in value and fmt.role_key in value:
+            return [value]
         if fmt.sharegpt:
             if "messages" not in value and "conversations" in value:
                 value = value.get("conversations")

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from .judge import MISSING
+from .markers import MISSING
 from .spec import DEVELOPER_ROLE, FUNCTION_ROLE, SHAREGPT_ROLES, TOOL_ROLE, ChatFormat
 from .values import NOT_JSON, blank_checker, is_missing, is_sequence, parse_json
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
+
+from .arguments import alias_map, name_tuple, role_tuple, whole_number
 
 if TYPE_CHECKING:
     from .judge import Rule
@@ -57,21 +58,9 @@ strings and lists of content parts."""
 FUNCTION_ROLE = "function"
 """The role of a message that answers a legacy `function_call` (legacy_functions=True adds it)."""
 
-
-class RoleMap(dict[str, str]):
-    """A read-only mapping of role aliases, hashable so that a ChatFormat stays hashable
-    (formats are cache keys). It equals the plain dict it was made from."""
-
-    def __hash__(self) -> int:  # type: ignore[override]
-        return hash(frozenset(self.items()))
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (RoleMap, (dict(self),))
-
-    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
-        raise TypeError("role_map= is read-only")
-
-    __setitem__ = __delitem__ = update = pop = popitem = clear = setdefault = _read_only
+ROLE_ALIASES: dict[str, str] = {"human": "user", "bot": "assistant", "gpt": "assistant", "model": "assistant"}
+"""Common role aliases of otherwise standard message lists, for `role_map=` (Gemini's `model`,
+ShareGPT's `human`/`gpt` under role/content keys, chat logs' `bot`)."""
 
 
 def _option(default: Any, help: str, metavar: str | None = None, choices: tuple[str, ...] | None = None) -> Any:
@@ -110,6 +99,14 @@ class ChatFormat:
       transformers format, `"value"` in LLaMA-Factory's v1 format).
     - `image_token`: a placeholder such as `"<image>"` counted as one image in text
       contents, when the row's images are counted (LLaMA-Factory's format).
+    - `image_data_urls`, `max_image_bytes`, `image_roles`, `max_images`, `part_types`:
+      the rules of image parts (`parts`): an `image_url` part holds a base64 data URL
+      of a JPEG, PNG or WEBP image, of at most so many bytes; only the roles listed
+      have image parts; a conversation has at most so many; a part is of a type listed.
+    - `standard_parts`: a prompt or completion of a dataset row may be a list of content
+      parts, read as standard text with images (Together's multimodal instruction format).
+    - `single_message_answers`: a completion, chosen or rejected value may be one message
+      object instead of a list (axolotl's chat_template DPO strategy).
     - `profile`: `"sample"` adds the rules of a conversation sample type: roles system,
       user and assistant only; at least one user and one assistant turn; tool and
       function turns refused (`tool_turn`). See `sample_profile()`.
@@ -147,10 +144,21 @@ class ChatFormat:
     )
     role_map: dict[str, str] | None = _option(None, "role aliases renamed before every rule, e.g. human=user", "ALIAS=ROLE")
     legacy_functions: bool = _option(False, "the function role, and function_call on assistant messages")
+    image_data_urls: bool = _option(False, "an image_url part holds a base64 data URL of a JPEG, PNG or WEBP image")
+    max_image_bytes: int | None = _option(None, "the largest image a data URL may hold, in bytes", "N")
+    image_roles: tuple[str, ...] | None = _option(None, "the only roles whose messages may hold image parts", "ROLE")
+    max_images: int | None = _option(None, "the most image parts a conversation may hold", "N")
+    part_types: tuple[str, ...] | None = _option(
+        None, "the only types of content parts allowed, e.g. text,image_url (a text part's text is a string)", "TYPE"
+    )
+    standard_parts: bool = _option(False, "a prompt or completion may be a list of content parts, as standard text")
+    single_message_answers: bool = _option(
+        False, "a completion, chosen or rejected value may be one message object instead of a list"
+    )
     profile: str | None = _option(None, "a trainer's rules as defaults: sample, openai, together, torchtune", "NAME", choices=PROFILES)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "roles", _role_tuple(self.roles))
+        object.__setattr__(self, "roles", role_tuple(self.roles))
         self._check_types()
         self._check_row_options()
         self._check_profile()
@@ -173,7 +181,10 @@ class ChatFormat:
         for key in ("role_key", "content_key", "text_key"):
             if not isinstance(getattr(self, key), str):
                 raise TypeError(f"{key}= must be a string, not {type(getattr(self, key)).__name__}")
-        for key in ("alternate", "allow_empty", "na_pass", "tools", "harmony", "sharegpt", "legacy_functions"):
+        for key in (
+            "alternate", "allow_empty", "na_pass", "tools", "harmony", "sharegpt", "legacy_functions",
+            "image_data_urls", "standard_parts", "single_message_answers",
+        ):
             if not isinstance(getattr(self, key), bool):
                 raise TypeError(f"{key}= must be True or False, not {getattr(self, key)!r}")
         for key in ("thinking_key", "image_token", "weight_key"):
@@ -186,16 +197,19 @@ class ChatFormat:
     def _check_row_options(self) -> None:
         """The options of the trainers' row rules: normalised (lists to tuples, a dict to a
         `RoleMap`) and checked."""
-        n = self.min_messages
-        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
-            raise ValueError(f"min_messages= must be a whole number of at least 1 or None, not {n!r}")
-        object.__setattr__(self, "require_roles", _name_tuple("require_roles", self.require_roles, empty=True))
+        whole_number("min_messages", self.min_messages, 1)
+        whole_number("max_image_bytes", self.max_image_bytes, 1)
+        whole_number("max_images", self.max_images, 0)
+        object.__setattr__(self, "require_roles", name_tuple("require_roles", self.require_roles, empty=True))
         if self.allowed_keys is not None:
-            object.__setattr__(self, "allowed_keys", _name_tuple("allowed_keys", self.allowed_keys, empty=True))
+            object.__setattr__(self, "allowed_keys", name_tuple("allowed_keys", self.allowed_keys, empty=True))
+        for key in ("image_roles", "part_types"):
+            if getattr(self, key) is not None:
+                object.__setattr__(self, key, name_tuple(key, getattr(self, key), empty=True))
         if self.content_types not in CONTENT_TYPES:
             raise ValueError(f"content_types={self.content_types!r} isn't one of {list(CONTENT_TYPES)}")
         if self.role_map is not None:
-            object.__setattr__(self, "role_map", _role_map(self.role_map))
+            object.__setattr__(self, "role_map", alias_map(self.role_map))
 
     def _check_end_roles(self) -> None:
         for key in ("first_role", "last_role"):
@@ -258,6 +272,19 @@ class ChatFormat:
             or self.allowed_keys is not None
             or bool(self.role_map)
             or self.legacy_functions
+            or self.has_part_options
+        )
+
+    @property
+    def has_part_options(self) -> bool:
+        """True when an option of the content parts' rules (`parts`) is in use. (`standard_parts` and
+        `single_message_answers` change how a dataset row is read, not how a conversation is judged.)"""
+        return (
+            self.image_data_urls
+            or self.max_image_bytes is not None
+            or self.image_roles is not None
+            or self.max_images is not None
+            or self.part_types is not None
         )
 
     @cached_property
@@ -305,8 +332,9 @@ class ChatFormat:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["roles"] = list(self.roles)
         out["require_roles"] = list(self.require_roles)
-        if self.allowed_keys is not None:
-            out["allowed_keys"] = list(self.allowed_keys)
+        for key in ("allowed_keys", "image_roles", "part_types"):
+            if getattr(self, key) is not None:
+                out[key] = list(getattr(self, key))
         if self.role_map is not None:
             out["role_map"] = dict(self.role_map)
         return out
@@ -344,6 +372,10 @@ TRAINER_PROFILES: dict[str, dict[str, Any]] = {
     },
     # Together's SDK 2.14.0 `check_file`: no turn order, empty and null contents pass,
     # tool turns and tool_calls are allowed but not checked, unknown message keys pass.
+    # Its images (`_check_message_content`, constants MAX_IMAGES_PER_EXAMPLE, MAX_IMAGE_BYTES):
+    # text and image_url parts only, images in user messages and prompts only, as base64
+    # data URLs of JPEG, PNG or WEBP, 10 MiB and 10 images at most; an instruction row's
+    # prompt and completion may be lists of parts.
     "together": {
         "roles": ("system", "user", "assistant", "tool"),
         "alternate": False,
@@ -351,6 +383,12 @@ TRAINER_PROFILES: dict[str, dict[str, Any]] = {
         "require_roles": ("assistant",),
         "content_types": "text_or_parts",
         "weight_key": "weight",
+        "part_types": ("text", "image_url"),
+        "image_data_urls": True,
+        "max_image_bytes": 10 * 1024 * 1024,
+        "image_roles": ("user",),
+        "max_images": 10,
+        "standard_parts": True,
     },
     # torchtune 0.6.1's `validate_messages`: two messages at least, a system message only
     # first, every assistant message right after a user one, no two user messages in a row.
@@ -381,43 +419,3 @@ def format_from(**given: Any) -> ChatFormat:
     if isinstance(profile, str) and profile in TRAINER_PROFILES:
         return ChatFormat(**{**TRAINER_PROFILES[profile], **given})
     return ChatFormat(**given)
-
-
-def _name_tuple(key: str, names: object, *, empty: bool = False) -> tuple[str, ...]:
-    """A list of names (roles, keys) as a tuple; a single string is refused, not split."""
-    if isinstance(names, (str, bytes)) or not isinstance(names, Sequence):
-        hint = f"; write [{names!r}] for a single one" if isinstance(names, str) else ""
-        raise TypeError(f"{key}= must be a list of names, not {type(names).__name__}{hint}")
-    bad = [n for n in names if not isinstance(n, str)]
-    if bad:
-        raise TypeError(f"{key}= must hold strings only; found {bad[0]!r}")
-    if not names and not empty:
-        raise ValueError(f"{key}= is empty")
-    return tuple(names)
-
-
-def _role_map(value: object) -> RoleMap:
-    if not isinstance(value, Mapping):
-        raise TypeError(f"role_map= must be a mapping of alias to role, not {type(value).__name__}")
-    bad = [(k, v) for k, v in value.items() if not (isinstance(k, str) and isinstance(v, str))]
-    if bad:
-        raise TypeError(f"role_map= must map strings to strings; found {bad[0]!r}")
-    return value if isinstance(value, RoleMap) else RoleMap(value)
-
-
-def _role_tuple(roles: object) -> tuple[str, ...]:
-    if isinstance(roles, (str, bytes)) or not isinstance(roles, Sequence):
-        raise TypeError(
-            f"roles= must be a list of role names, not {type(roles).__name__}"
-            + (
-                f" ({roles!r}); write [{roles!r}] for a single role"
-                if isinstance(roles, str)
-                else ""
-            )
-        )
-    bad = [r for r in roles if not isinstance(r, str)]
-    if bad:
-        raise TypeError(f"roles= must hold strings only; found {bad[0]!r}")
-    if not roles:
-        raise ValueError("roles= is empty: name at least one role")
-    return tuple(roles)

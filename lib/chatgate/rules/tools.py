@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from .judge import BAD, MISSING
+from .markers import BAD, MISSING
 from .values import NOT_JSON, is_missing, is_sequence, parse_json
 
 

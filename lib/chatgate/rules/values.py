@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from .judge import BAD, MISSING
+from .markers import BAD, MISSING
 
 if TYPE_CHECKING:
     from types import FrameType

@@ -1,0 +1,13 @@
+"""The markers the rules read in place of a value: a message without a usable role, a missing key.
+
+They live apart from `judge` so that the modules the rule table imports (`values`,
+`parts`) can read them without importing the table.
+"""
+
+from __future__ import annotations
+
+BAD = object()
+"""The role of a message that isn't a mapping with a string role (and a malformed value)."""
+
+MISSING = object()
+"""The content of a message that has no content key."""

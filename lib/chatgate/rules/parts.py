@@ -1,0 +1,162 @@
+"""Content parts and images: the rules of list contents beyond the core check.
+
+A content may be a list of parts (the transformers and OpenAI formats):
+`{"type": "text", "text": ...}`, `{"type": "image"}` (an image of the row's
+`images` column), `{"type": "image_url", "image_url": {"url": ...}}` (an image
+inline, as a data URL, or by address), and others. Both `image` and `image_url`
+parts are image parts. The options of `ChatFormat` that judge them, each a rule
+of `judge.RULES`:
+
+| option | rule | code |
+|---|---|---|
+| `content_types=`, `part_types=` | a content is of a kind allowed; a part is a mapping with a string `type` (one of `part_types=`; a text part's text a string) | `bad_content_type` |
+| `image_data_urls=True` | an `image_url` part holds `{"url": "data:image/<jpeg, png or webp>;base64,<payload>"}`, the payload standard base64 (A-Z, a-z, 0-9, +, /, padded with = to a multiple of 4) | `bad_image_url` |
+| `max_image_bytes=N` | the image a base64 data URL holds is at most N bytes (3 per 4 characters of its payload, less its padding) | `image_too_large` |
+| `image_roles=[...]` | only messages of these roles hold image parts | `image_role` |
+| `max_images=N` | a conversation holds at most N image parts | `too_many_images` |
+
+Together's `check_file` (SDK 2.14.0) is their source: it refuses parts other than
+text and image_url, image_url parts outside user messages, URLs that don't start
+with `data:image/jpeg;base64,` (or png, webp), images over 10 MiB and more than 10
+images in one example.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from .markers import MISSING
+from .values import is_missing, is_sequence
+
+if TYPE_CHECKING:
+    from .judge import Conversation
+
+IMAGE_PART_TYPES: frozenset[str] = frozenset({"image", "image_url"})
+"""The types of the parts that hold (or stand for) an image."""
+
+DATA_URL_PREFIXES: tuple[str, ...] = tuple(f"data:image/{kind};base64," for kind in ("jpeg", "png", "webp"))
+"""The data URLs `image_data_urls=True` accepts, as Together's SDK spells them (case and all)."""
+
+_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+
+
+# --- The rules (in the table of `judge`) -----------------------------------------------------
+
+
+def bad_content_type(c: Conversation) -> bool:
+    """Refuses a content of a kind `content_types=` doesn't allow: not a string ("text"), or
+    neither a string nor a list of content parts ("text_or_parts"), and a part of a type
+    `part_types=` doesn't list. A missing or null content is no content, `empty_content`'s
+    to judge."""
+    fmt = c.fmt
+    kinds, types, key = fmt.content_types, fmt.part_types, fmt.text_key
+    return not all(content_kind_ok(content, kinds, types, key) for content in c.contents)
+
+
+def bad_image_url(c: Conversation) -> bool:
+    """Refuses an `image_url` part that doesn't hold a base64 data URL of a JPEG, PNG or WEBP image."""
+    return any(has_bad_image_url(content) for content in c.contents)
+
+
+def image_too_large(c: Conversation) -> bool:
+    """Refuses a base64 data URL of an image larger than `max_image_bytes=`."""
+    limit: int = c.fmt.max_image_bytes  # type: ignore[assignment]  # set: the rule's switch is on
+    return any(has_large_image(content, limit) for content in c.contents)
+
+
+def image_role(c: Conversation) -> bool:
+    """Refuses image parts in a message whose role isn't one of `image_roles=`."""
+    allowed: tuple[str, ...] = c.fmt.image_roles  # type: ignore[assignment]  # set: the switch is on
+    return any(role not in allowed and image_parts(content) for role, content in zip(c.roles, c.contents))
+
+
+def too_many_images(c: Conversation) -> bool:
+    """Refuses a conversation holding more image parts than `max_images=`."""
+    most: int = c.fmt.max_images  # type: ignore[assignment]  # set: the rule's switch is on
+    return sum(map(image_parts, c.contents)) > most
+
+
+# --- One content ----------------------------------------------------------------------------
+
+
+def content_kind_ok(content: Any, kinds: str, part_types: tuple[str, ...] | None, text_key: str = "text") -> bool:
+    """Is a content of a kind allowed (`bad_content_type`)? `kinds` is `content_types=`."""
+    if content is MISSING or isinstance(content, str) or is_missing(content):
+        return True
+    if not is_sequence(content):
+        return kinds == "any"
+    if kinds == "text":
+        return False
+    return all(part_ok(part, part_types, text_key) for part in content)
+
+
+def part_ok(part: Any, part_types: tuple[str, ...] | None, text_key: str = "text") -> bool:
+    """A mapping with a string `type`; with `part_types`, one of them, and a text part's text a string."""
+    if not isinstance(part, Mapping):
+        return False
+    kind = part.get("type")
+    if not isinstance(kind, str):
+        return False
+    if part_types is None:
+        return True
+    return kind in part_types and (kind != "text" or isinstance(part.get(text_key), str))
+
+
+def image_parts(content: Any) -> int:
+    """How many image parts (`image`, `image_url`) a content holds.
+
+    >>> image_parts([{"type": "text", "text": "Two:"}, {"type": "image"}, {"type": "image_url"}])
+    2
+    """
+    if isinstance(content, str) or not is_sequence(content):
+        return 0
+    return sum(1 for part in content if isinstance(part, Mapping) and part.get("type") in IMAGE_PART_TYPES)
+
+
+def _urls(content: Any) -> list[Any]:
+    """The `url` of each `image_url` part of a content (MISSING where the part holds no mapping)."""
+    if isinstance(content, str) or not is_sequence(content):
+        return []
+    found = []
+    for part in content:
+        if isinstance(part, Mapping) and part.get("type") == "image_url":
+            holder = part.get("image_url")
+            found.append(holder.get("url", MISSING) if isinstance(holder, Mapping) else MISSING)
+    return found
+
+
+def data_url_ok(url: Any) -> bool:
+    """Is `url` a base64 data URL of a JPEG, PNG or WEBP image, with a well-formed payload?
+
+    >>> data_url_ok("data:image/png;base64,iVBORw0KGgo="), data_url_ok("https://x/y.png")
+    (True, False)
+    """
+    if not isinstance(url, str) or not url.startswith(DATA_URL_PREFIXES):
+        return False
+    payload = url[url.index(",") + 1 :]
+    return bool(payload) and len(payload) % 4 == 0 and _BASE64.fullmatch(payload) is not None
+
+
+def data_url_bytes(url: Any) -> int | None:
+    """The size of the image a base64 data URL holds (None: not such a URL), from its length alone.
+
+    >>> data_url_bytes("data:image/png;base64,AAAA"), data_url_bytes("data:image/png;base64,AA=="), data_url_bytes("x")
+    (3, 1, None)
+    """
+    if not isinstance(url, str) or not url.startswith("data:"):
+        return None
+    head, comma, payload = url.partition(",")
+    if not comma or not head.endswith(";base64"):
+        return None
+    padding = 2 if payload.endswith("==") else 1 if payload.endswith("=") else 0
+    return len(payload) * 3 // 4 - padding
+
+
+def has_bad_image_url(content: Any) -> bool:
+    return not all(map(data_url_ok, _urls(content)))
+
+
+def has_large_image(content: Any, limit: int) -> bool:
+    return any((size := data_url_bytes(url)) is not None and size > limit for url in _urls(content))
