@@ -22,14 +22,18 @@ MESSAGE = "pb_message_"
 """The 0-based index of the message where a quarantined row's problem is (null: the whole value)."""
 
 FIXES = "pb_fixes_"
-"""The repairs that made a row pass, in the order applied."""
+"""The repairs applied to a row, in the order applied (the job's fixed rows: those that made it pass)."""
 REASON_BEFORE = "pb_reason_before_"
 """A fixed row's problem code before its repairs."""
+
+REASONS = "pb_reasons_"
+"""Every problem of a failing row (its code and message index; a dataset row's, its column too):
+the per-turn audit of the API's `turns="all"`."""
 
 STEP_REASON_PREFIX = "__pb_reason_"
 """The job's working column of step n is STEP_REASON_PREFIX + n."""
 
-API_RESERVED = (ROW_NUMBER, REASON)
+API_RESERVED = (ROW_NUMBER, REASON, FIXES, REASONS)
 """What the API's results add."""
 
 JOB_RESERVED = (REASON, MESSAGE, STEP, COLUMN, RUN_ID, CHECKED_AT)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from .names import MESSAGE, REASON
+from .names import MESSAGE, REASON, REASONS
 from .rules import message_indices
 from .steps import Step
 
@@ -153,7 +153,19 @@ class StepReport:
         table = with_messages(self.step, self.engine.preview(self.data, self.limit if limit is None else limit))
         names = table.column_names
         columns = [table.column(n).to_pylist() for n in names]
-        return names, [[_cell(col[r]) for col in columns] for r in range(table.num_rows)]
+        cells = [[_cell(col[r]) for col in columns] for r in range(table.num_rows)]
+        if REASONS in names:
+            k = names.index(REASONS)
+            for row, problems in zip(cells, self._problems(table)):
+                row[k] = _problems_cell(problems)
+        return names, cells
+
+    def _problems(self, table: pa.Table) -> list[Any]:
+        """The `pb_reasons_` lists of the rows shown (pandas' preview shows each cell as text: read its frame)."""
+        column = table.column(REASONS)
+        if pa.types.is_string(column.type):
+            return list(self.data[REASONS].head(table.num_rows))
+        return list(column.to_pylist())
 
     def __repr__(self) -> str:
         names, rows = self.rows()
@@ -191,6 +203,19 @@ def with_messages(step: Step, table: pa.Table) -> pa.Table:
         return table
     messages = message_indices(check, table, table.column(REASON).combine_chunks())
     return table.add_column(table.column_names.index(REASON) + 1, MESSAGE, messages)
+
+
+def _problems_cell(problems: Any) -> str:
+    """'not_alternating@1, empty_content@1', 'no_messages', 'completion_role@completion[0]': each
+    problem's code at its message (and its column, for a dataset row's)."""
+    texts = []
+    for problem in problems if problems is not None else []:
+        column, message = problem.get("column"), problem.get("message")
+        where = "" if message is None else str(message)
+        if column is not None:
+            where = column if message is None else f"{column}[{message}]"
+        texts.append(f"{problem['code']}@{where}" if where else problem["code"])
+    return ", ".join(texts)
 
 
 def _cell(value: Any) -> str:

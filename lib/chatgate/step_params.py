@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from .engines.base import Dedup, check_dedup
 from .rules.options import signature_with_options
@@ -45,6 +45,18 @@ def check_segments(spec: Any) -> list[Any]:
     return items
 
 
+Turns = Literal["first", "all"]
+TURNS: tuple[Turns, ...] = get_args(Turns)
+"""turns=: a failing row's first problem only (its code), or every problem besides (`pb_reasons_`)."""
+
+
+def check_turns(turns: object) -> Turns:
+    """`turns` when it is one of TURNS; ValueError naming them otherwise."""
+    if turns not in TURNS:
+        raise ValueError(f"turns= must be one of {list(TURNS)}, not {turns!r}")
+    return turns
+
+
 @dataclass(frozen=True)
 class StepSettings:
     """What a step method takes besides what it checks; each is checked when the step is added."""
@@ -57,6 +69,8 @@ class StepSettings:
     active: bool | Callable[[Any], Any] = True
     dimension: str | None = None
     dedup: Dedup = "auto"
+    turns: Turns = "first"
+    """"all": the step's extracts list every problem of each failing row (verdicts and counts don't change)."""
 
     def __post_init__(self) -> None:
         if self.pre is not None and not callable(self.pre):
@@ -72,6 +86,7 @@ class StepSettings:
         if self.dimension is not None and not isinstance(self.dimension, str):
             raise TypeError(f"dimension= must be a string or None, not {self.dimension!r}")
         check_dedup(self.dedup)
+        check_turns(self.turns)
 
     @property
     def own_thresholds(self) -> Thresholds | None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from .engines.base import Dedup, Judged
 from .rules import DEFAULT_ROLES, ChatCheck, ChatFormat, RowCheck, phrase
+from .step_params import Turns
 from .thresholds import Actions, Thresholds
 
 ASSERTION_TYPE = "col_vals_chat_format"
@@ -35,6 +36,7 @@ class Step:
     active: bool = True
     dimension: str = DEFAULT_DIMENSION
     dedup: Dedup = "auto"
+    turns: Turns = "first"
     check: RowCheck | None = None
     assertion_type: str = ASSERTION_TYPE
     # Filled in by interrogate():
@@ -42,6 +44,8 @@ class Step:
     eval_error: str | None = None
     levels: list[str] = field(default_factory=list)
     extract: Any = field(default=None, repr=False)
+    failing_rows: Any = field(default=None, repr=False)
+    """The failing rows as the engine extracts them, made once (`extract` and the fixed data start from them)."""
     column_number: int | None = None
     seconds: float | None = None
 

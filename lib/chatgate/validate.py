@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
@@ -16,6 +16,7 @@ from typing import Any, Literal
 from .engines import engine_for
 from .engines.base import Engine
 from .errors import ChatgateError
+from .fixes import fixed_data, step_extract
 from .names import API_RESERVED
 from .pipeline import judge_step, preflight
 from .report import StepReport, render_html, render_text
@@ -188,6 +189,7 @@ class Validate:
                     active=bool(active),
                     dimension=d.settings.dimension or DEFAULT_DIMENSION,
                     dedup=d.settings.dedup,
+                    turns=d.settings.turns,
                     check=d.make_check(column),
                     assertion_type=d.assertion_type,
                 )
@@ -322,6 +324,7 @@ class Validate:
         """The failing rows with `_row_num_` and `pb_reason_`: a frame of the input's own kind.
 
         A dict of step number to frame, or the frame itself with `frame=True` and one step.
+        With `turns="all"` on the step, `pb_reasons_` lists every problem of each row.
         """
         self._require_interrogated()
         wanted = [s.i for s in self.steps if s.evaluated] if i is None else [i]
@@ -336,8 +339,19 @@ class Validate:
         if step.judged is None:  # not evaluated
             return None
         if step.extract is None:
-            step.extract = self.engine.extract(step.judged)
+            step.extract = step_extract(self.engine, step)
         return step.extract
+
+    def get_fixed_data(self, i: int, repairs: str | Iterable[str]) -> Any:
+        """The failing rows of step i, repaired: in the input's own kind, as its extract.
+
+        `repairs` names the repairs (a preset, "safe" or "all", a repair's name, or a list of
+        them: see `chatgate.repair`), applied with the step's options. The step's column holds
+        each row's repaired value, `pb_fixes_` the repairs applied, and `pb_reason_` its code
+        after them (null where the row now passes); `pb_reasons_` too with `turns="all"`.
+        Steps of `col_vals_chat_format()` only.
+        """
+        return fixed_data(self.engine, self._step(i), repairs)
 
     def get_sundered_data(self, type: Literal["pass", "fail"] = "pass") -> Any:
         """The rows that pass every step (type="pass") or fail at least one (type="fail").
