@@ -94,14 +94,10 @@ def expected(form: str) -> list[dict]:
 
 def make_table(kind: str, form: str, spark=None):
     ids, values = source(form)
-    if kind == "polars":
-        return pl.DataFrame({"id": ids, "messages": values})
-    if kind == "pandas":
-        return pd.DataFrame({"id": ids, "messages": values})
-    table = pa.table({"id": ids, "messages": values})
-    if kind == "duckdb":
-        return ibis.memtable(table)
-    return spark.createDataFrame(table)
+    columns = {"id": ids, "messages": values}
+    if kind in ("polars", "pandas"):
+        return (pl.DataFrame if kind == "polars" else pd.DataFrame)(columns)
+    return ibis.memtable(pa.table(columns)) if kind == "duckdb" else spark.createDataFrame(pa.table(columns))
 
 
 def plain(value):
@@ -153,17 +149,25 @@ def pyarrow_rows(form: str) -> list[dict]:
 
 
 LOCAL_KINDS = ["polars", "pandas", "duckdb"]
+KINDS = [*LOCAL_KINDS, pytest.param("spark", marks=pytest.mark.spark)]
 FORMS = ["json", "native"]
+
+
+@pytest.fixture
+def spark_or_none(request, kind):
+    """The shared SparkSession for kind="spark" (started only then)."""
+    return request.getfixturevalue("spark") if kind == "spark" else None
 
 
 # --- get_fixed_data: the labelled cases, the same on every kind ----------------------------------
 
 
 @pytest.mark.parametrize("form", FORMS)
-@pytest.mark.parametrize("kind", LOCAL_KINDS)
-def test_each_repair_through_the_api(kind, form):
-    got = by_id(rows_of(fixed_rows(kind, form)))
-    assert got == expected(form)
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_repair_through_the_api(kind, form, spark_or_none):
+    got = fixed_rows(kind, form, spark_or_none)
+    assert type(got).__module__.split(".")[0] == type(make_table(kind, form, spark_or_none)).__module__.split(".")[0]
+    assert by_id(rows_of(got)) == expected(form) == pyarrow_rows(form)
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -171,14 +175,6 @@ def test_every_kind_gives_the_same_fixed_rows(form):
     results = {kind: by_id(rows_of(fixed_rows(kind, form))) for kind in LOCAL_KINDS}
     results["pyarrow"] = pyarrow_rows(form)
     assert all(rows == results["pyarrow"] for rows in results.values()), results
-
-
-@pytest.mark.spark
-@pytest.mark.parametrize("form", FORMS)
-def test_spark_gives_the_same_fixed_rows(spark, form):
-    got = fixed_rows("spark", form, spark)
-    assert type(got).__name__ == "DataFrame" and type(got).__module__.startswith("pyspark")
-    assert by_id(rows_of(got)) == expected(form) == pyarrow_rows(form)
 
 
 @pytest.mark.parametrize("kind", ["polars", "pandas"])
@@ -271,9 +267,9 @@ def test_a_step_with_pre_and_segments_fixes_the_rows_it_judged():
 
 
 @pytest.mark.parametrize("form", FORMS)
-@pytest.mark.parametrize("kind", LOCAL_KINDS)
-def test_fixing_the_fixed_data_changes_nothing(kind, form):
-    first = fixed_rows(kind, form)
+@pytest.mark.parametrize("kind", KINDS)
+def test_fixing_the_fixed_data_changes_nothing(kind, form, spark_or_none):
+    first = fixed_rows(kind, form, spark_or_none)
     again_rows = pb.Validate(_without_api_columns(first)).col_vals_chat_format("messages", **OPTIONS).interrogate()
     again = by_id(rows_of(again_rows.get_fixed_data(1, repairs="all")))
     still = [row for row in by_id(rows_of(first)) if row["pb_reason_"] is not None]
@@ -287,14 +283,6 @@ def _without_api_columns(frame):
     if isinstance(frame, pd.DataFrame):
         return frame.drop(columns=[n for n in names if n in frame.columns])
     return frame.drop(*[n for n in names if n in frame.columns])
-
-
-@pytest.mark.spark
-def test_fixing_the_fixed_data_changes_nothing_on_spark(spark):
-    first = fixed_rows("spark", "json", spark)
-    validation = pb.Validate(_without_api_columns(first)).col_vals_chat_format("messages", **OPTIONS).interrogate()
-    again = by_id(rows_of(validation.get_fixed_data(1, repairs="all")))
-    assert again == [{**row, "pb_fixes_": []} for row in by_id(rows_of(first)) if row["pb_reason_"] is not None]
 
 
 def repeated_failures(kind: str, monkeypatch) -> tuple[object, list[str], list[str]]:
@@ -353,10 +341,13 @@ def problems_by_id(frame) -> dict[int, list[tuple[str, int | None]]]:
 
 
 @pytest.mark.parametrize("form", FORMS)
-@pytest.mark.parametrize("kind", LOCAL_KINDS)
-def test_turns_all_lists_every_problem_of_each_failing_row(kind, form):
-    first = pb.Validate(make_table(kind, form)).col_vals_chat_format("messages", **OPTIONS).interrogate()
-    every = pb.Validate(make_table(kind, form)).col_vals_chat_format("messages", **OPTIONS, turns="all").interrogate()
+@pytest.mark.parametrize("kind", KINDS)
+def test_turns_all_lists_every_problem_of_each_failing_row(kind, form, spark_or_none):
+    def validated(**step):
+        table = make_table(kind, form, spark_or_none)
+        return pb.Validate(table).col_vals_chat_format("messages", **OPTIONS, **step).interrogate()
+
+    first, every = validated(), validated(turns="all")
     extract = every.get_data_extracts(1, frame=True)
     found = problems_by_id(extract)
     assert {i: found[i] for i in ALL_PROBLEMS} == ALL_PROBLEMS
@@ -369,6 +360,9 @@ def test_turns_all_lists_every_problem_of_each_failing_row(kind, form):
         {**row, "pb_reasons_": [{"code": c, "message": n} for c, n in found[row["id"]]]}
         for row in by_id(rows_of(first.get_data_extracts(1, frame=True)))
     ]
+    # The fixed rows list what is left: nothing where the row now passes.
+    fixed = rows_of(every.get_fixed_data(1, repairs="all"))
+    assert [row["pb_reasons_"] == [] for row in fixed] == [row["pb_reason_"] is None for row in fixed]
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -385,19 +379,6 @@ def test_turns_all_is_the_same_on_every_kind(form):
     assert results[0] == {
         i: [(p["code"], p["message"]) for p in found] for i, found, code in zip(ids, problems, codes) if code
     }
-
-
-@pytest.mark.spark
-@pytest.mark.parametrize("form", FORMS)
-def test_turns_all_on_spark(spark, form):
-    validation = pb.Validate(make_table("spark", form, spark)).col_vals_chat_format("messages", **OPTIONS, turns="all")
-    validation.interrogate()
-    local = pb.Validate(make_table("polars", form)).col_vals_chat_format("messages", **OPTIONS, turns="all")
-    expected_problems = problems_by_id(local.interrogate().get_data_extracts(1, frame=True))
-    assert problems_by_id(validation.get_data_extracts(1, frame=True)) == expected_problems
-    assert validation.n_failed(i=1, scalar=True) == len(expected_problems)
-    fixed = by_id(rows_of(validation.get_fixed_data(1, repairs="all")))
-    assert [row["pb_reasons_"] == [] for row in fixed] == [row["pb_reason_"] is None for row in fixed]
 
 
 def test_turns_all_in_the_fixed_data_lists_what_is_left():
