@@ -173,3 +173,18 @@ def test_column_ref_names_a_top_level_column_never_a_field(spark):
         pa.table({"a": pa.array([{"b": 1}]), "a.b": [2], "c`d": [3], "é ;=": [4]})
     )
     assert df.select(column_ref("a.b"), column_ref("c`d"), column_ref("é ;=")).first() == (2, 3, 4)
+
+
+def test_polars_extracts_leave_the_annotated_frame_as_it_was():
+    import polars as pl
+
+    from chatgate.engines.local import LocalEngine
+    from chatgate.rules import ChatFormat
+
+    frame = pl.DataFrame({"m": ["[]", '[{"role": "user", "content": "a"}]']})
+    engine = LocalEngine()
+    judged = engine.judge(frame, "m", ChatFormat())
+    before = judged.annotated.columns
+    first, second = engine.extract(judged), engine.extract(judged)
+    assert judged.annotated.columns == before
+    assert first.equals(second) and first["_row_num_"].to_list() == [1]

@@ -305,4 +305,5 @@ def _with_column(table: Any, name: str, values: pa.Array, *, first: bool = False
     import polars as pl
 
     series = pl.Series(name, values.to_pylist(), dtype=pl.Int64 if first else pl.String)
-    return table.insert_column(0, series) if first else table.with_columns(series)
+    # insert_column changes the frame in place: insert into a copy, the caller's frame stays as it was.
+    return table.clone().insert_column(0, series) if first else table.with_columns(series)
