@@ -16,7 +16,7 @@ from chatgate import first_problem
 from chatgate.errors import ConfigError, SourceError
 from chatgate.job.config import build_config
 from chatgate.job.runner import EXIT_CRITICAL, EXIT_ERROR, EXIT_OK, run
-from chatgate.rules import locate
+from chatgate.rules import ChatCheck, locate, row_problems
 from chatgate.sample import chat_table
 from job_helpers import job_config, read_delta
 
@@ -57,7 +57,8 @@ def test_outputs_hold_every_failing_row_with_its_reason(tmp_path, source, engine
     assert got == expected
     assert quarantine.num_rows == len(expected)
     assert quarantine.column_names == [
-        "id", "source", "messages", "pb_reason_", "pb_message_", "pb_step_", "pb_column_", "pb_run_id_", "pb_checked_at_"
+        "id", "source", "messages", "pb_reason_", "pb_message_", "pb_reasons_", "pb_step_", "pb_column_",
+        "pb_run_id_", "pb_checked_at_",
     ]
     assert set(quarantine["pb_run_id_"].to_pylist()) == {"run-1"}
     assert set(quarantine["pb_column_"].to_pylist()) == {"messages"}
@@ -255,3 +256,18 @@ def test_outputs_an_older_chatgate_wrote_gain_the_new_columns(tmp_path, source, 
     assert runs.count("old") == runs.count("new") == len(_expected(table))
     summary = _read(config.outputs.summary)
     assert sorted(summary["run_id"].to_pylist()) == ["new", "old"] and "fixes" in summary.column_names
+
+
+def test_turns_all_lists_every_problem_of_each_quarantined_row(tmp_path, source, engine, backend):
+    path, _ = source
+    config = _config(tmp_path, path, engine, turns="all")
+    run(config, backend)
+    check = ChatCheck("messages", config.steps[0].fmt)
+    rows = _read(config.outputs.quarantine).to_pylist()
+    for row in rows:
+        want = [p._asdict() for p in row_problems(check, {"messages": row["messages"]})]
+        assert row["pb_reasons_"] == want, row
+        assert row["pb_reason_"] in {p["code"] for p in want}
+    assert any(len(row["pb_reasons_"]) > 1 for row in rows)
+    first = _read(run(_config(tmp_path, path, engine, run_id="first"), backend).config.outputs.quarantine)
+    assert {r["pb_reasons_"] is None for r in first.to_pylist() if r["pb_run_id_"] == "first"} == {True}

@@ -25,6 +25,7 @@ from .runreport.command import (
     add_report_arguments,
     report_from_args,
 )
+from .step_params import TURNS
 
 NOT_OVERRIDES = ("config", "command", "quiet", "debug")
 
@@ -104,6 +105,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--error", help="error level (exit status 3 when reached)")
     p.add_argument("--critical", help="critical level (exit status 4 when reached)")
     p.add_argument("--dedup", choices=DEDUP_MODES, help="check distinct values only: auto (default), on, off")
+    p.add_argument("--turns", choices=TURNS,
+                   help="first (default): a failing row's first problem; all: also every problem of it, "
+                   "in the quarantine's pb_reasons_")
     p.add_argument("--memory-limit", dest="memory_limit", metavar="SIZE",
                    help=f"embedded engine: DuckDB's memory before it spills to disk, e.g. 2GB "
                         f"(default: {DEFAULT_MEMORY_LIMIT})")

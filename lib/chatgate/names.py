@@ -36,7 +36,7 @@ STEP_REASON_PREFIX = "__pb_reason_"
 API_RESERVED = (ROW_NUMBER, REASON, FIXES, REASONS)
 """What the API's results add."""
 
-JOB_RESERVED = (REASON, MESSAGE, STEP, COLUMN, RUN_ID, CHECKED_AT)
+JOB_RESERVED = (REASON, MESSAGE, REASONS, STEP, COLUMN, RUN_ID, CHECKED_AT)
 """What the job's outputs add (and its working columns, by prefix)."""
 
 

@@ -31,6 +31,7 @@ from ..rules import (
     repair_names,
 )
 from ..rules.options import chat_options, from_text, kind_of
+from ..step_params import TURNS, Turns
 from ..thresholds import Thresholds
 
 ENGINES = ("duckdb", "spark")
@@ -140,6 +141,8 @@ class JobConfig:
     dedup: Dedup = "auto"
     source_version: int | None = None
     embedded: EmbeddedConfig = field(default_factory=EmbeddedConfig)
+    turns: Turns = "first"
+    """first: a failing row's code; all: also every problem of its value, in the quarantine's pb_reasons_."""
     fix: tuple[str, ...] = ()
     """The repairs and presets of --fix, as given (empty: no repairs); they apply in their own order."""
     valid_includes_fixed: bool = False
@@ -149,6 +152,8 @@ class JobConfig:
             raise ConfigError(f"engine: {self.engine!r} isn't one of {list(ENGINES)}")
         if self.dedup not in DEDUP_MODES:
             raise ConfigError(f"dedup: {self.dedup!r} isn't one of {list(DEDUP_MODES)}")
+        if self.turns not in TURNS:
+            raise ConfigError(f"turns: {self.turns!r} isn't one of {list(TURNS)}")
         if not self.steps and self.dataset is None:
             raise ConfigError(
                 "columns: name at least one chat column to check (--column NAME), or a dataset type"
@@ -193,7 +198,7 @@ def new_run_id() -> str:
 
 TOP_KEYS = {
     "source", "source_version", "engine", "columns", "dataset", "checks", "outputs", "thresholds", "run_id", "dedup",
-    "embedded", "fix", "valid_includes_fixed",
+    "embedded", "fix", "valid_includes_fixed", "turns",
 }
 _OUTPUT_KEYS = ("quarantine", "summary", "valid", "fixed")
 _EMBEDDED_KEYS = ("memory_limit", "threads", "temp_directory")
@@ -265,6 +270,7 @@ def build_config(raw: dict[str, Any], overrides: dict[str, Any]) -> JobConfig:
         thresholds=_thresholds(thresholds),
         dedup=_dedup(overrides.get("dedup") or raw.get("dedup", "auto")),
         embedded=_embedded(raw, overrides),
+        turns=overrides.get("turns") or raw.get("turns") or "first",
         fix=_fix(overrides.get("fix") or raw.get("fix")),
         valid_includes_fixed=_flag(
             "valid_includes_fixed",

@@ -36,12 +36,15 @@ from ..names import (
     MESSAGE,
     REASON,
     REASON_BEFORE,
+    REASONS,
     RUN_ID,
     STEP,
     STEP_REASON_PREFIX,
 )
 from ..pipeline import judge_step, preflight
-from ..rules import RowCheck, message_indices
+from ..rules import RowCheck, message_indices, row_problems_array
+from ..rules.locate_rows import ROW_PROBLEM_TYPE
+from ..step_params import Turns
 from .config import JobConfig
 from .fixes import BEFORE, FixPlan, fixed_as_valid, fixed_output, repair_failing, step_fix_counts
 from .hints import run_hints
@@ -197,7 +200,7 @@ def _outputs(
     """The output tables of the run, in commit order: quarantine, fixed, valid."""
     run_id, targets = config.run_id, config.outputs
     steps = list(zip(results, checks))
-    outputs = [_Output("quarantine", targets.quarantine, _quarantine(engine, failing, source_columns, steps, run_id), RUN_ID)]
+    outputs = [_Output("quarantine", targets.quarantine, _quarantine(engine, failing, source_columns, steps, run_id, config.turns), RUN_ID)]
     fixed = None
     if plan is not None and targets.fixed:
         fixed = engine.where_reason(repaired, BEFORE, present=True)
@@ -242,6 +245,7 @@ def _quarantine(
     source_columns: list[str],
     steps: list[tuple[StepResult, RowCheck]],
     run_id: str,
+    turns: Turns = "first",
 ) -> Any:
     """The failing rows of every step: the source columns, the step's reason and the message
     it is at, then where it came from."""
@@ -252,8 +256,8 @@ def _quarantine(
         failing = engine.with_arrow_columns(
             engine.where_reason(annotated, reason, present=True),
             [*check.columns, reason],
-            pa.schema([(MESSAGE, pa.int32())]),
-            functools.partial(_message_indices, check, reason),
+            pa.schema([(MESSAGE, pa.int32()), (REASONS, pa.list_(ROW_PROBLEM_TYPE))]),
+            functools.partial(_where_problems_are, check, reason, turns),
         )
         constants = {
             STEP: pa.scalar(r.step, pa.int32()),
@@ -261,13 +265,20 @@ def _quarantine(
             RUN_ID: pa.scalar(run_id, pa.string()),
             CHECKED_AT: checked_at,
         }
-        per_step.append(engine.project(failing, source_columns, {reason: REASON, MESSAGE: MESSAGE}, constants))
+        renamed = {reason: REASON, MESSAGE: MESSAGE, REASONS: REASONS}
+        per_step.append(engine.project(failing, source_columns, renamed, constants))
     return engine.concat(per_step)
 
 
-def _message_indices(check: RowCheck, reason: str, batch: pa.RecordBatch) -> list[pa.Array]:
-    """Where each failing row's problem is: computed on the quarantined rows only."""
-    return [message_indices(check, batch, batch.column(reason))]
+def _where_problems_are(check: RowCheck, reason: str, turns: Turns, batch: pa.RecordBatch) -> list[pa.Array]:
+    """Where each failing row's problem is and, with turns="all", every problem it has;
+    computed on the quarantined rows only."""
+    codes = batch.column(reason)
+    if turns == "all":
+        every = row_problems_array(check, batch, codes)
+    else:
+        every = pa.nulls(batch.num_rows, pa.list_(ROW_PROBLEM_TYPE))
+    return [message_indices(check, batch, codes), every]
 
 
 def _valid(
