@@ -19,9 +19,11 @@ import pytest
 from chatgate.rules import DEFAULT_ROLES, REASONS, ChatFormat, check_batch, first_problem, phrase
 
 try:
-    from plain_reference import plain_problem
+    from plain_reference import CODES as PLAIN_CODES
+    from plain_reference import TRAINER_OPTIONS, plain_problem
 except ImportError:  # tests/ imported as a package
-    from tests.plain_reference import plain_problem
+    from tests.plain_reference import CODES as PLAIN_CODES
+    from tests.plain_reference import TRAINER_OPTIONS, plain_problem
 
 
 def msg(role, content="x", **extra):
@@ -612,3 +614,42 @@ def test_every_reason_has_a_phrase(reason):
 
 def test_unknown_code_phrase():
     assert phrase("made_up", 2) == "2 fail (`made_up`)"
+
+
+# --- The trainers' options: the plain reference on the labelled examples ---------------------
+
+
+def _plain_examples():
+    """The labelled chat examples of the trainers' options and the image rules whose options the
+    plain reference knows (no profile, tool calling, ShareGPT or text_key)."""
+    try:
+        import test_rules_images as images
+        import test_rules_trainers as trainers
+    except ImportError:  # tests/ imported as a package
+        import tests.test_rules_images as images
+        import tests.test_rules_trainers as trainers
+    from chatgate.rules.options import option_names
+
+    known = set(option_names()[:8]) | set(TRAINER_OPTIONS)
+    params = []
+    for param in trainers.OPTION_EXAMPLES + images.OPTION_EXAMPLES:
+        row, kind, options, expected, _ = param.values
+        if kind == "language_modeling" and list(row) == ["messages"] and set(options) <= known:
+            params.append(pytest.param(row["messages"], options, expected, id=param.id))
+    return params
+
+
+PLAIN_TRAINER_EXAMPLES = _plain_examples()
+
+
+@pytest.mark.parametrize("value, kwargs, expected", PLAIN_TRAINER_EXAMPLES)
+def test_plain_reference_on_the_trainers_examples(value, kwargs, expected):
+    assert plain_problem(value, **kwargs) == expected
+    assert plain_problem(json.dumps(value), **kwargs) == expected
+    assert first_problem(value, **kwargs) == expected
+
+
+def test_the_plain_reference_knows_every_code_of_its_options():
+    codes = {p.values[2] for p in PLAIN_TRAINER_EXAMPLES}
+    assert set(PLAIN_CODES) - {"not_messages", "no_messages"} <= codes | set(REASONS)
+    assert len(PLAIN_TRAINER_EXAMPLES) >= 70

@@ -112,7 +112,11 @@ def image_parts(content: Any) -> int:
     """
     if isinstance(content, str) or not is_sequence(content):
         return 0
-    return sum(1 for part in content if isinstance(part, Mapping) and part.get("type") in IMAGE_PART_TYPES)
+    return sum(1 for part in content if isinstance(part, Mapping) and _is_image_type(part.get("type")))
+
+
+def _is_image_type(kind: Any) -> bool:
+    return isinstance(kind, str) and kind in IMAGE_PART_TYPES
 
 
 def _urls(content: Any) -> list[Any]:
