@@ -40,11 +40,13 @@ class LakehouseEngine(Engine):
         """
 
     @contextmanager
-    def reused(self, table: Any) -> Iterator[Any]:
+    def reused(self, table: Any, *, small: bool = False) -> Iterator[Any]:
         """`table`, to be read several times in the block (each output of a run reads it).
 
         Engines whose tables are lazy plans over the source keep the rows for the
-        block, so the source is read once more, not once per read.
+        block, so the source is read once more, not once per read. `small`: the
+        table holds a fraction of the source's rows (its failing rows), which an engine
+        that rereads its source rather than keep a copy of it keeps too.
         """
         yield table
 

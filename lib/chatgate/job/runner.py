@@ -156,7 +156,8 @@ def run(config: JobConfig, engine: LakehouseEngine | None = None) -> RunResult:
             )
         )
 
-    reads = len(results) + (1 if config.outputs.valid else 0) + (2 if config.fix else 0)
+    # With --fix, the quarantine and the fixed table read the repaired failing rows, kept apart.
+    reads = (1 if config.fix else len(results)) + (1 if config.outputs.valid else 0)
     with engine.reused(annotated) if reads > 1 else nullcontext(annotated) as annotated:
         failing = annotated
         plan = _fix_plan(engine, table, config, checks, results) if config.fix else None
@@ -227,7 +228,7 @@ def _repaired(engine: LakehouseEngine, annotated: Any, plan: FixPlan | None) -> 
     if plan is None:
         yield None
         return
-    with engine.reused(repair_failing(engine, annotated, plan)) as repaired:
+    with engine.reused(repair_failing(engine, annotated, plan), small=True) as repaired:
         yield repaired
 
 

@@ -10,6 +10,7 @@ import functools
 import operator
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import ibis
@@ -61,6 +62,21 @@ class DuckDBEngine(IbisEngine, LakehouseEngine):
             return open_table(source, con=self.con, version=pinned, row_ids=True), pinned
         except (FileNotFoundError, ValueError, OSError) as exc:
             raise SourceError(f"can't read the source {source!r}: {exc}") from None
+
+    @contextmanager
+    def reused(self, table: ibis.Table, *, small: bool = False) -> Iterator[ibis.Table]:
+        if not small:
+            # The source is read again rather than copied: DuckDB's memory stays flat.
+            yield table
+            return
+        # A temporary table in DuckDB's own storage (spilled to its temp directory past memory_limit).
+        name = f"chatgate_kept_{uuid.uuid4().hex}"
+        kept = self.con.create_table(name, obj=table, temp=True)
+        try:
+            yield kept
+        finally:
+            # Ibis's drop_table names the temporary table by a catalog path DuckDB doesn't parse.
+            self.con.raw_sql(f"DROP TABLE IF EXISTS {quote_identifier(name)}")
 
     def where_any(self, table: ibis.Table, columns: list[str]) -> ibis.Table:
         return table.filter(functools.reduce(operator.or_, (table[c].notnull() for c in columns)))

@@ -277,7 +277,7 @@ class SparkEngine(LakehouseEngine):
         return reader.load(source)
 
     @contextmanager
-    def reused(self, table: DataFrame) -> Iterator[DataFrame]:
+    def reused(self, table: DataFrame, *, small: bool = False) -> Iterator[DataFrame]:
         # Kept on the executors (spilling to their disks), never on the driver.
         kept = table.persist(StorageLevel.MEMORY_AND_DISK)
         try:
