@@ -1,6 +1,8 @@
 """Every trainer profile gives the same verdicts on every surface: the API (`Validate`),
 the job (YAML checks, DuckDB and Spark), the engines (local, DuckDB via Ibis, Spark)
-and the reference check `first_problem`, row by row."""
+and the reference check `first_problem`, row by row: on a chat column (JSON text, and
+native Arrow lists of structs for the image rules) and on dataset rows (Together's
+multimodal instruction format, preference data with aliases and single-message answers)."""
 
 from __future__ import annotations
 
@@ -17,9 +19,12 @@ from chatgate.rules.spec import TRAINER_PROFILES
 from job_helpers import job_config, read_delta
 
 try:
-    from rule_examples import A, S, U, call, msg
+    from rule_examples import A2, A, S, U, call, msg
 except ImportError:  # tests/ imported as a package
-    from tests.rule_examples import A, S, U, call, msg
+    from tests.rule_examples import A2, A, S, U, call, msg
+
+TEXT = {"type": "text", "text": "What is in this image?"}
+PNG = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
 
 CONVERSATIONS = [
     [S, U, A],
@@ -38,6 +43,12 @@ CONVERSATIONS = [
     [U, S, A],
     [U, A, A],
     [],
+    # content parts and images (Together's rules)
+    [msg("user", [TEXT, PNG]), msg("assistant", [{"type": "text", "text": "A cat."}])],
+    [msg("user", [TEXT, {"type": "image_url", "image_url": {"url": "https://x/y.png"}}]), A],
+    [U, msg("assistant", [PNG])],
+    [msg("user", [PNG] * 11), A],
+    [msg("user", [TEXT, {"type": "image"}]), A],
 ]
 PROFILES = sorted(TRAINER_PROFILES)
 
@@ -121,3 +132,145 @@ SURFACES = [
 @pytest.mark.parametrize("profile", PROFILES)
 def test_every_surface_gives_the_reference_verdicts(surface, profile, tmp_path, request):
     assert surface(profile, tmp_path, request) == _expected(profile)
+
+
+# --- Dataset rows and native values ----------------------------------------------------------
+
+ROWS = [
+    # Together's multimodal instruction format: a prompt of parts, a string or parts completion
+    {"prompt": [TEXT, PNG], "completion": "A cat."},
+    {"prompt": [TEXT, PNG], "completion": [{"type": "text", "text": "A cat."}]},
+    {"prompt": [TEXT, {"type": "image_url", "image_url": {"url": "https://x"}}], "completion": "A cat."},
+    {"prompt": "Draw a cat.", "completion": [PNG]},
+    {"prompt": [PNG] * 11, "completion": "Cats."},
+    {"prompt": [{"type": "input_audio", "text": "x"}], "completion": "Yo"},
+    {"prompt": [{"type": "text", "text": " "}], "completion": "Yo"},
+    {"prompt": "The sky is", "completion": " blue."},
+    {"prompt": [U], "completion": [A]},
+    {"prompt": [TEXT, PNG], "completion": [A]},
+]
+ROW_OPTIONS = {"profile": "together"}
+
+PREFERENCES = [
+    {"prompt": [msg("human", "Sky?")], "chosen": msg("gpt", "Blue."), "rejected": msg("bot", "Green.")},
+    {"prompt": [msg("human", "Sky?")], "chosen": [msg("model", "Blue.")], "rejected": [msg("model", "Green.")]},
+    {"prompt": [U], "chosen": A, "rejected": A},
+    {"prompt": [U], "chosen": msg("human", "Blue."), "rejected": A2},
+    {"prompt": [msg("robot", "Sky?")], "chosen": A, "rejected": A2},
+    {"prompt": [U], "chosen": {"content": "Blue."}, "rejected": A2},
+]
+PREFERENCE_OPTIONS = {"role_map": {"human": "user", "gpt": "assistant", "bot": "assistant", "model": "assistant"},
+                      "single_message_answers": True}
+
+DATASETS = {
+    "together-instruction": ("prompt_completion", ROWS, ROW_OPTIONS),
+    "preference-loose": ("preference", PREFERENCES, PREFERENCE_OPTIONS),
+}
+
+
+def _dataset_source(rows) -> pa.Table:
+    columns = {name: [json.dumps(row[name]) if not isinstance(row[name], str) else row[name] for row in rows]
+               for name in rows[0]}
+    return pa.table({"id": pa.array(range(1, len(rows) + 1), pa.int64()), **columns})
+
+
+def _dataset_expected(kind, rows, options) -> dict[int, str]:
+    from chatgate.rules import first_row_problem
+
+    codes = {i + 1: first_row_problem(row, kind, **options) for i, row in enumerate(rows)}
+    return {i: code for i, code in codes.items() if code is not None}
+
+
+def _dataset_on(surface, kind, source, options, tmp_path, request) -> dict[int, str]:
+    if surface == "api":
+        validation = pb.Validate(source.to_pandas()).col_vals_dataset_type(kind, **options).interrogate()
+        extract = validation.get_data_extracts(1, frame=True)
+        return dict(zip(extract["id"].tolist(), extract["pb_reason_"].tolist()))
+    if surface.startswith("job-"):
+        from chatgate.job.config import build_config
+        from chatgate.job.runner import run
+
+        path = str(tmp_path / "rows")
+        write_deltalake(path, source)
+        raw = {
+            "source": path,
+            "engine": surface[4:],
+            "dataset": {"type": kind},
+            "checks": options,
+            "outputs": {name: str(tmp_path / name) for name in ("quarantine", "summary", "valid")},
+            "run_id": "run-1",
+        }
+        run(build_config(raw, {}))
+        quarantine = read_delta(tmp_path / "quarantine")
+        return dict(zip(quarantine["id"].to_pylist(), quarantine["pb_reason_"].to_pylist()))
+    from chatgate.rules import dataset_checks
+
+    (check,) = dataset_checks(kind, source.column_names, **options)
+    return _judged_on(surface[7:], check, source, request)
+
+
+def _judged_on(engine, check, source, request) -> dict[int, str]:
+    if engine == "local":
+        import polars as pl
+
+        from chatgate.engines.local import LocalEngine
+
+        eng, table = LocalEngine(), pl.from_arrow(source)
+        failing = eng.failing_rows(eng.judge_check(table, check)).to_arrow()
+    elif engine == "duckdb":
+        import ibis
+
+        from chatgate.engines.ibis import IbisEngine
+
+        eng, table = IbisEngine(), ibis.memtable(source)
+        failing = eng.failing_rows(eng.judge_check(table, check)).to_pyarrow()
+    else:
+        from chatgate.engines.spark import SparkEngine
+
+        eng, table = SparkEngine(), request.getfixturevalue("spark").createDataFrame(source)
+        rows = eng.failing_rows(eng.judge_check(table, check)).select("id", REASON_COLUMN)
+        failing = pa.Table.from_pandas(rows.toPandas())  # (nested columns left out: pandas holds them as objects)
+    return dict(zip(failing["id"].to_pylist(), failing[REASON_COLUMN].to_pylist()))
+
+
+DATASET_SURFACES = [
+    pytest.param("api", id="api"),
+    pytest.param("job-duckdb", id="job-duckdb"),
+    pytest.param("job-spark", id="job-spark", marks=pytest.mark.spark),
+    pytest.param("engine-local", id="engine-local"),
+    pytest.param("engine-duckdb", id="engine-duckdb"),
+    pytest.param("engine-spark", id="engine-spark", marks=pytest.mark.spark),
+]
+
+
+@pytest.mark.parametrize("surface", DATASET_SURFACES)
+@pytest.mark.parametrize("name", list(DATASETS))
+def test_every_surface_gives_the_reference_verdicts_on_dataset_rows(surface, name, tmp_path, request):
+    kind, rows, options = DATASETS[name]
+    expected = _dataset_expected(kind, rows, options)
+    assert len(set(expected.values())) >= 4 and len(expected) < len(rows)
+    assert _dataset_on(surface, kind, _dataset_source(rows), options, tmp_path, request) == expected
+
+
+NATIVE = [
+    [msg("user", [TEXT, PNG]), msg("assistant", [TEXT])],
+    [msg("user", [TEXT, {"type": "image_url", "image_url": {"url": "https://x/y.png"}}]), msg("assistant", [TEXT])],
+    [msg("user", [TEXT]), msg("assistant", [PNG])],
+    [msg("user", [PNG] * 11), msg("assistant", [TEXT])],
+    [msg("user", [TEXT, {"type": "image"}]), msg("assistant", [TEXT])],
+    [msg("user", [{"type": "text", "text": None}]), msg("assistant", [TEXT])],
+    [msg("system", [TEXT])],
+]
+
+
+@pytest.mark.parametrize("engine", ["local", "duckdb", pytest.param("spark", marks=pytest.mark.spark)])
+def test_the_image_rules_on_native_values_on_every_engine(engine, request):
+    """A list<struct<role, content: list<struct<type, text, image_url>>>> column, as Arrow holds it."""
+    from chatgate.rules import ChatCheck
+
+    source = pa.table({"id": pa.array(range(1, len(NATIVE) + 1), pa.int64()), "messages": pa.array(NATIVE)})
+    expected = {i + 1: code for i, value in enumerate(source["messages"].to_pylist())
+                if (code := first_problem(value, profile="together")) is not None}
+    assert len(set(expected.values())) >= 5
+    check = ChatCheck("messages", format_from(profile="together"))
+    assert _judged_on(engine, check, source, request) == expected
