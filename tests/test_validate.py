@@ -148,10 +148,11 @@ def test_seed_step_report_text():
     assert "ASSERTION `messages is a chat of {system, user, assistant}`" in header
     assert "2 / 4 TEST UNIT FAILURES IN COLUMN 2" in header
     assert "EXTRACT OF ALL 2 ROWS" in header
-    assert columns.split() == ["_row_num_", "id", "messages", "pb_reason_"]
+    # pb_message_: where each row's problem is (the second message in both).
+    assert columns.split() == ["_row_num_", "id", "messages", "pb_reason_", "pb_message_"]
     assert [r.split()[0] for r in rows] == ["2", "4"]
-    assert rows[0].endswith("not_alternating")
-    assert rows[1].endswith("unknown_role")
+    assert rows[0].split()[-2:] == ["not_alternating", "1"]
+    assert rows[1].split()[-2:] == ["unknown_role", "1"]
 
 
 def test_seed_step_report_html_marks_the_reasons():
@@ -190,7 +191,7 @@ def test_seed_step_report_on_every_kind_of_column(make, kind):
     assert type(report.data) is kind
     text = repr(report)
     assert "2 / 4 TEST UNIT FAILURES IN COLUMN 2" in text
-    assert text.splitlines()[-1].endswith("unknown_role")
+    assert text.splitlines()[-1].split()[-2:] == ["unknown_role", "1"]
 
 
 def test_pandas_numpy_cells_read_like_lists_in_the_step_report():

@@ -169,6 +169,8 @@ class _Repairs:
 def fixed_data(engine: Engine, step: Step, repairs: str | Iterable[str]) -> Any:
     """The failing rows of `step` with the step's column repaired, `pb_fixes_` and `pb_reason_` after."""
     check = step.row_check
+    if step.table_check is not None:
+        raise ValueError(f"step {step.i} checks the table as a whole: it has no rows to repair")
     if not isinstance(check, ChatCheck):
         raise ValueError(
             f"step {step.i} is a {step.assertion_type}() step: get_fixed_data() repairs the "

@@ -16,6 +16,7 @@ from .engines.base import Dedup, Engine, Judged
 from .errors import ConfigError, SourceError
 from .names import REASON, reserved_clash
 from .rules import RowCheck
+from .rules.table import TableCheck
 from .thresholds import Thresholds
 
 
@@ -59,3 +60,16 @@ def judge_step(
     """Judge `check` on `table` with its engine, and the threshold levels the failures reach."""
     judged = engine.judge_check(table, check, dedup=dedup, reason_column=reason_column)
     return Outcome(judged, thresholds.reached(failed=judged.failed, units=judged.units))
+
+
+def judge_table(check: TableCheck, rows: int, columns: list[str]) -> Judged:
+    """The table as one unit: it fails when any of its checks does (`extra["problems"]` says how)."""
+    problems = check.problems(rows, columns)
+    return Judged(
+        units=1,
+        failed=1 if problems else 0,
+        reasons=dict.fromkeys(problems, 1),
+        distinct_values=None,
+        annotated=None,
+        extra={"problems": problems},
+    )

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from .names import MESSAGE, REASON, REASONS
-from .rules import message_indices
+from .rules import locate_row
 from .steps import Step
 
 if TYPE_CHECKING:
@@ -133,8 +133,13 @@ class StepReport:
             return f"Report for Validation Step {s.i} ✗ {s.eval_error}"
         if not s.evaluated:
             return f"Report for Validation Step {s.i}: inactive, not evaluated"
-        assert s.failed is not None  # an evaluated step has a count
+        assert s.failed is not None and s.judged is not None  # an evaluated step has a count
         mark = "✓" if s.failed == 0 else "✗"
+        if s.table_check is not None:
+            problems = "; ".join(s.judged.extra.get("problems", {}).values())
+            return f"Report for Validation Step {s.i} {mark} ASSERTION `{s.assertion()}`" + (
+                f": {problems}" if problems else ""
+            )
         shown = min(s.failed, self.limit)
         extract = (
             f"EXTRACT OF ALL {s.failed} ROWS (WITH TEST UNIT FAILURES IN RED):"
@@ -150,7 +155,8 @@ class StepReport:
         """Column names and up to `limit` rows (the report's limit by default), as strings."""
         if self.data is None:
             return [], []
-        table = with_messages(self.step, self.engine.preview(self.data, self.limit if limit is None else limit))
+        shown = self.limit if limit is None else limit
+        table = with_messages(self.step, self.engine.preview(self.data, shown), self.engine, self.data)
         names = table.column_names
         columns = [table.column(n).to_pylist() for n in names]
         cells = [[_cell(col[r]) for col in columns] for r in range(table.num_rows)]
@@ -195,14 +201,19 @@ class StepReport:
         )
 
 
-def with_messages(step: Step, table: pa.Table) -> pa.Table:
-    """`table` (failing rows) with `pb_message_` after `pb_reason_`: where each row's problem is."""
+def with_messages(step: Step, table: pa.Table, engine: Engine, data: Any) -> pa.Table:
+    """`table` (the first failing rows, as shown) with `pb_message_` after `pb_reason_`: where
+    each row's problem is, found in the rows' own values (`data`), not in their display."""
     check = step.row_check
     names = table.column_names
-    if REASON not in names or MESSAGE in names or not set(check.columns) <= set(names):
+    if REASON not in names or MESSAGE in names or not set(check.columns) <= set(names) or not table.num_rows:
         return table
-    messages = message_indices(check, table, table.column(REASON).combine_chunks())
-    return table.add_column(table.column_names.index(REASON) + 1, MESSAGE, messages)
+    values = engine.head_values(data, [*check.columns, REASON], table.num_rows)
+    messages = []
+    for i, code in enumerate(values[REASON]):
+        problem = locate_row(check, {c: values[c][i] for c in check.columns}, code) if code else None
+        messages.append(None if problem is None else problem.message)
+    return table.add_column(names.index(REASON) + 1, MESSAGE, pa.array(messages, pa.int32()))
 
 
 def _problems_cell(problems: Any) -> str:

@@ -8,12 +8,16 @@ from typing import Any
 
 from .engines.base import Dedup, Judged
 from .rules import DEFAULT_ROLES, ChatCheck, ChatFormat, RowCheck, phrase
+from .rules.table import TableCheck
 from .step_params import Turns
 from .thresholds import Actions, Thresholds
 
 ASSERTION_TYPE = "col_vals_chat_format"
 DATASET_ASSERTION_TYPE = "col_vals_dataset_type"
-SHORT_TYPES = {ASSERTION_TYPE: "chat_format", DATASET_ASSERTION_TYPE: "dataset_type"}
+TABLE_ASSERTION_TYPE = "tbl_chat_format"
+SHORT_TYPES = {ASSERTION_TYPE: "chat_format", DATASET_ASSERTION_TYPE: "dataset_type", TABLE_ASSERTION_TYPE: "table"}
+TABLE_COLUMN = "(table)"
+"""The COLUMNS of a table step, and the summary's `column` of the job's: the table as a whole."""
 DEFAULT_DIMENSION = "validity"
 
 
@@ -38,6 +42,8 @@ class Step:
     dedup: Dedup = "auto"
     turns: Turns = "first"
     check: RowCheck | None = None
+    table_check: TableCheck | None = None
+    """Set on a table step: the table as a whole, one unit (see rules/table.py)."""
     assertion_type: str = ASSERTION_TYPE
     # Filled in by interrogate():
     judged: Judged | None = field(default=None, repr=False)
@@ -99,11 +105,15 @@ class Step:
 
     def assertion(self) -> str:
         """'messages is a chat of {system, user, assistant}', or what the check says of itself."""
+        if self.table_check is not None:
+            return self.table_check.describe()
         return self.row_check.describe()
 
     def values_text(self) -> str:
         """The VALUES cell, such as 'CHAT ALTERNATING LAST: ASSISTANT'."""
         fmt = self.fmt
+        if self.table_check is not None:
+            return "TABLE"
         if not isinstance(self.check, ChatCheck):
             kind = getattr(self.check, "dataset_type", "rows").upper().replace("_", " ")
             return f"{kind} ({getattr(self.check, 'format', 'auto').upper()})"
@@ -135,7 +145,7 @@ class Step:
         return f"{self.column} [{name} = {shown}]"
 
     def auto_brief(self) -> str:
-        if not isinstance(self.check, ChatCheck):
+        if not isinstance(self.check, ChatCheck) or self.table_check is not None:
             return f"Expect that {self.row_check.describe()}."
         brief = f"Expect that values in `{self.column}` are well-formed chat conversations"
         if self.fmt.last_role:
@@ -157,6 +167,9 @@ class Step:
             return f"Step {self.i} ({self.short_type}) couldn't be evaluated: {self.eval_error}"
         if not self.judged or not self.judged.failed:
             return None
+        if self.table_check is not None:
+            problems = self.judged.extra.get("problems", {})
+            return f"Step {self.i} ({self.short_type}) the table fails: " + "; ".join(problems.values()) + "."
         what = ("conversation", "conversations")
         if not isinstance(self.check, ChatCheck):
             kind = getattr(self.check, "dataset_type", "").replace("_", " ")
@@ -175,3 +188,21 @@ def failure_sentence(
     listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
     where = "The problem with the row" if failed == 1 else "The problem with each row"
     return f"{head}: {listed}. {where} is in the `pb_reason_` column."
+
+
+def table_step(template: Step, *, i: int, check: TableCheck) -> Step:
+    """The table step of a directive: its settings, the table as one unit."""
+    return Step(
+        i=i,
+        column=TABLE_COLUMN,
+        fmt=template.fmt,
+        thresholds=template.thresholds,
+        actions=template.actions,
+        brief=template.brief,
+        pre=template.pre,
+        active=template.active,
+        dimension=template.dimension,
+        check=template.check,
+        table_check=check,
+        assertion_type=TABLE_ASSERTION_TYPE,
+    )

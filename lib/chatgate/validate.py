@@ -18,14 +18,15 @@ from .engines.base import Engine
 from .errors import ChatgateError
 from .fixes import fixed_data, step_extract
 from .names import API_RESERVED
-from .pipeline import judge_step, preflight
+from .pipeline import judge_step, judge_table, preflight
 from .report import StepReport, render_html, render_text
 from .rules import ChatCheck, ChatFormat, RowCheck, dataset_checks
 from .rules.options import option_names, options_doc
 from .rules.spec import format_from
+from .rules.table import TableCheck
 from .selectors import Column, Selector, resolve_columns
 from .step_params import CHAT_FORMAT_STEP, DATASET_TYPE_STEP, StepSettings, check_brief, check_segments
-from .steps import ASSERTION_TYPE, DATASET_ASSERTION_TYPE, DEFAULT_DIMENSION, Step
+from .steps import ASSERTION_TYPE, DATASET_ASSERTION_TYPE, DEFAULT_DIMENSION, Step, table_step
 from .thresholds import Actions, normalize_thresholds, run_actions
 
 
@@ -195,6 +196,9 @@ class Validate:
                 )
                 step.eval_error = error if step.active else None
                 out.append(step)
+        table = TableCheck.of([step.row_check for step in out]) if error is None else None
+        if table is not None:
+            out.append(table_step(out[0], i=len(self.steps) + len(out) + 1, check=table))
         return out
 
     def _segments(self, spec: Any) -> list[tuple[str, Any] | None]:
@@ -218,6 +222,10 @@ class Validate:
         try:
             table = step.pre(self.data) if step.pre else self.data
             columns = self.engine.columns(table)
+            if step.table_check is not None:
+                step.judged = judge_table(step.table_check, self.engine.row_count(table), columns)
+                step.levels = step.thresholds.reached(failed=step.judged.failed, units=1)
+                return
             if step.segment is not None:
                 if step.segment[0] not in columns:
                     raise ChatgateError(f"the segment column {step.segment[0]!r} isn't in the table")
@@ -336,7 +344,7 @@ class Validate:
         return extracts
 
     def _extract(self, step: Step) -> Any:
-        if step.judged is None:  # not evaluated
+        if step.judged is None or step.table_check is not None:  # not evaluated, or no rows to show
             return None
         if step.extract is None:
             step.extract = step_extract(self.engine, step)
@@ -361,7 +369,7 @@ class Validate:
         self._require_interrogated()
         if type not in ("pass", "fail"):
             raise ValueError(f"type= must be 'pass' or 'fail', not {type!r}")
-        steps = [s for s in self.steps if s.evaluated and s.pre is None and s.segment is None]
+        steps = [s for s in self.steps if s.evaluated and s.pre is None and s.segment is None and not s.table_check]
         return self.engine.sunder(self.data, [(s.row_check, s.dedup) for s in steps], type)
 
     def get_health(self) -> dict[str, float]:

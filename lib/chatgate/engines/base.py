@@ -230,6 +230,11 @@ class Engine(ABC):
     def preview(self, table: Any, limit: int) -> Any:
         """The first `limit` rows of `table` as a pyarrow Table, for display."""
 
+    def head_values(self, table: Any, columns: list[str], limit: int) -> dict[str, list[Any]]:
+        """The first `limit` values of `columns`, as the check reads them (not as displayed)."""
+        head = self.preview(table, limit)
+        return {c: head.column(c).to_pylist() for c in columns}
+
     def sunder(self, table: Any, checks: list[tuple[RowCheck, Dedup]], kind: str) -> Any:
         """The rows of `table` that pass every check (kind="pass") or fail one (kind="fail")."""
         if not checks:

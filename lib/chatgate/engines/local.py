@@ -116,6 +116,14 @@ class LocalEngine(Engine):
             return head.to_arrow()
         return pa.table({str(c): pa.array([_display(v) for v in head[c]], pa.string()) for c in head.columns})
 
+    def head_values(self, table: Any, columns: list[str], limit: int) -> dict[str, list[Any]]:
+        head = table.head(limit)
+        out: dict[str, list[Any]] = {}
+        for c in columns:
+            values = column_as_arrow(head, c, exact=True)
+            out[c] = values if isinstance(values, list) else values.to_pylist()
+        return out
+
     def drop_columns(self, table: Any, names: list[str]) -> Any:
         return table.drop(columns=names) if _kind(table) == "pandas" else table.drop(names)
 

@@ -41,10 +41,12 @@ from ..names import (
     STEP,
     STEP_REASON_PREFIX,
 )
-from ..pipeline import judge_step, preflight
+from ..pipeline import judge_step, judge_table, preflight
 from ..rules import RowCheck, message_indices, row_problems_array
 from ..rules.locate_rows import ROW_PROBLEM_TYPE
+from ..rules.table import TableCheck
 from ..step_params import Turns
+from ..steps import TABLE_COLUMN
 from .config import JobConfig
 from .fixes import BEFORE, FixPlan, fixed_as_valid, fixed_output, repair_failing, step_fix_counts
 from .hints import run_hints
@@ -156,6 +158,7 @@ def run(config: JobConfig, engine: LakehouseEngine | None = None) -> RunResult:
             )
         )
 
+    table_step = _table_step(TableCheck.of(checks), results, source_columns, config)
     # With --fix, the quarantine and the fixed table read the repaired failing rows, kept apart.
     reads = (1 if config.fix else len(results)) + (1 if config.outputs.valid else 0)
     with engine.reused(annotated) if reads > 1 else nullcontext(annotated) as annotated:
@@ -168,7 +171,8 @@ def run(config: JobConfig, engine: LakehouseEngine | None = None) -> RunResult:
             _check_targets(engine, outputs, config.outputs.summary)
             if plan is not None and repaired is not None:
                 _count_fixes(engine, repaired, plan, results)
-            counts = _write_outputs(engine, config, outputs, results, started_at, source_version)
+            summary_steps = results + ([table_step] if table_step else [])
+            counts = _write_outputs(engine, config, outputs, summary_steps, started_at, source_version)
         try:
             hints = run_hints(engine, annotated, results, checks)
         except Exception:  # noqa: BLE001 - the run is written; a hint that can't be made is only logged
@@ -179,11 +183,31 @@ def run(config: JobConfig, engine: LakehouseEngine | None = None) -> RunResult:
         started_at=started_at,
         finished_at=datetime.now(timezone.utc),
         source_version=source_version,
-        steps=results,
+        steps=results + ([table_step] if table_step else []),
         quarantined=counts["quarantine"],
         valid=counts.get("valid"),
         fixed=counts.get("fixed"),
         hints=hints,
+    )
+
+
+def _table_step(
+    check: TableCheck | None, results: list[StepResult], source_columns: list[str], config: JobConfig
+) -> StepResult | None:
+    """The table as a whole (its row count, which every step counted, and its columns): one unit."""
+    if check is None:
+        return None
+    judged = judge_table(check, results[0].judged.units if results else 0, source_columns)
+    problems = judged.extra["problems"]
+    for code, detail in problems.items():
+        log.warning("the table fails %s: %s", code, detail)
+    return StepResult(
+        step=len(results) + 1,
+        column=TABLE_COLUMN,
+        assertion=check.describe(),
+        judged=judged,
+        levels=config.thresholds.reached(failed=judged.failed, units=judged.units),
+        parameters={**check.as_dict(), "problems": problems},
     )
 
 

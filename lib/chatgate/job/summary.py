@@ -39,6 +39,8 @@ def format_summary(result: RunResult) -> str:
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
     lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
+    for s in result.steps:
+        lines += [f"step {s.step}: {detail}" for detail in s.parameters.get("problems", {}).values()]
     lines.append("")
     lines.append(f"quarantine: {c.outputs.quarantine} ({_rows(result.quarantined)} of this run)")
     lines.append(f"summary:    {c.outputs.summary} ({_rows(len(result.steps))} of this run)")

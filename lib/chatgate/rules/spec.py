@@ -155,6 +155,10 @@ class ChatFormat:
     single_message_answers: bool = _option(
         False, "a completion, chosen or rejected value may be one message object instead of a list"
     )
+    min_rows: int | None = _option(None, "the fewest rows the table may have (a table check, its own step)", "N")
+    extra_columns: bool = _option(
+        True, "columns outside the format may be in the table (off: a table check, reported as its own step)"
+    )
     profile: str | None = _option(None, "a trainer's rules as defaults: sample, openai, together, torchtune", "NAME", choices=PROFILES)
 
     def __post_init__(self) -> None:
@@ -183,7 +187,7 @@ class ChatFormat:
                 raise TypeError(f"{key}= must be a string, not {type(getattr(self, key)).__name__}")
         for key in (
             "alternate", "allow_empty", "na_pass", "tools", "harmony", "sharegpt", "legacy_functions",
-            "image_data_urls", "standard_parts", "single_message_answers",
+            "image_data_urls", "standard_parts", "single_message_answers", "extra_columns",
         ):
             if not isinstance(getattr(self, key), bool):
                 raise TypeError(f"{key}= must be True or False, not {getattr(self, key)!r}")
@@ -198,6 +202,7 @@ class ChatFormat:
         """The options of the trainers' row rules: normalised (lists to tuples, a dict to a
         `RoleMap`) and checked."""
         whole_number("min_messages", self.min_messages, 1)
+        whole_number("min_rows", self.min_rows, 1)
         whole_number("max_image_bytes", self.max_image_bytes, 1)
         whole_number("max_images", self.max_images, 0)
         object.__setattr__(self, "require_roles", name_tuple("require_roles", self.require_roles, empty=True))
@@ -375,7 +380,8 @@ TRAINER_PROFILES: dict[str, dict[str, Any]] = {
     # Its images (`_check_message_content`, constants MAX_IMAGES_PER_EXAMPLE, MAX_IMAGE_BYTES):
     # text and image_url parts only, images in user messages and prompts only, as base64
     # data URLs of JPEG, PNG or WEBP, 10 MiB and 10 images at most; an instruction row's
-    # prompt and completion may be lists of parts.
+    # prompt and completion may be lists of parts. Its `_check_jsonl`: a line with a field
+    # outside its format's ("Found extra column") fails, and so does a file of too few samples.
     "together": {
         "roles": ("system", "user", "assistant", "tool"),
         "alternate": False,
@@ -389,6 +395,8 @@ TRAINER_PROFILES: dict[str, dict[str, Any]] = {
         "image_roles": ("user",),
         "max_images": 10,
         "standard_parts": True,
+        "min_rows": 1,
+        "extra_columns": False,
     },
     # torchtune 0.6.1's `validate_messages`: two messages at least, a system message only
     # first, every assistant message right after a user one, no two user messages in a row.
