@@ -49,6 +49,8 @@ VALUES = {
     "part_types": (("text", "image_url"), ["--part-types", "text,image_url"]),
     "standard_parts": (True, ["--standard-parts"]),
     "single_message_answers": (True, ["--single-message-answers"]),
+    "min_rows": (2, ["--min-rows", "2"]),
+    "extra_columns": (False, ["--no-extra-columns"]),
     "profile": ("sample", ["--profile", "sample"]),
 }
 NAMES = [o.name for o in chat_options()]

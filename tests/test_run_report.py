@@ -126,7 +126,7 @@ def test_page_shows_the_latest_run_its_steps_reasons_and_examples(lake):
     # Examples: the checked value and the row's other columns, as the quarantine holds them.
     assert '[{"role": "user", "content": "What is 2 + 2?"}, {"role": "bot", "content": "4"}]' in text
     assert "not json id : 5" in text  # the value, then the other columns (`id`: 5)
-    assert "MESSAGE" not in text  # no pb_message_ column in this quarantine
+    assert "MESSAGE" in text  # the quarantine says at which message each problem is (pb_message_)
 
 
 def test_every_value_from_the_data_is_escaped(lake):
@@ -187,7 +187,8 @@ def test_examples_are_few_and_cut(lake):
 
 def test_message_index_is_shown_when_the_quarantine_has_it(lake, tmp_path):
     quarantine = read_delta(lake / "quarantine")
-    indexed = quarantine.append_column("pb_message_", pa.array(range(quarantine.num_rows), pa.int32()))
+    at = quarantine.column_names.index("pb_message_")
+    indexed = quarantine.set_column(at, "pb_message_", pa.array(range(quarantine.num_rows), pa.int32()))
     write_deltalake(str(tmp_path / "q"), indexed)
     report = load_report(str(lake / "summary"), str(tmp_path / "q"), run_id="run-1")
     assert report.has_message_index
@@ -262,9 +263,11 @@ def test_json_holds_the_same_data_in_a_stable_layout(lake):
         assert set(group) == {"step", "column", "reason", "count", "rows"}
         assert 1 <= len(group["rows"]) <= data["examples_per_reason"] == 3
         for row in group["rows"]:
-            assert set(row) == {"values", "others", "message"} and row["message"] is None
+            assert set(row) == {"values", "others", "message"}
+            assert row["message"] is None or isinstance(row["message"], int)
             assert set(row["values"]) == {"messages"} and set(row["others"]) == {"id"}
-    assert data["has_message_index"] is False and data["example_chars"] == 300
+    assert data["has_message_index"] is True and data["example_chars"] == 300
+    assert any(row["message"] is not None for group in data["examples"] for row in group["rows"])
 
 
 # -- the command line ---------------------------------------------------------------
