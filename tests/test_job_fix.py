@@ -133,3 +133,31 @@ def test_fix_mistakes_are_one_line(tmp_path, overrides, message):
     raw = {"source": "s", "columns": ["messages"], "outputs": {"quarantine": "q", "summary": "s2"}}
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
         build_config(raw, overrides)
+
+
+def test_each_distinct_failing_value_is_repaired_once(tmp_path, monkeypatch):
+    """5,000 copies of one fixable value reach the repairs in several batches: repaired once."""
+    import pyarrow as pa
+
+    import chatgate.fixes as fixes
+
+    repaired: list[int] = []
+    real = fixes.repair_array
+
+    def counting(values, *args, **kwargs):
+        repaired.append(len(values))
+        return real(values, *args, **kwargs)
+
+    monkeypatch.setattr(fixes, "repair_array", counting)
+    value = _j(("human", "Hi"), ("gpt", "Hello"))
+    path = str(tmp_path / "copies")
+    write_deltalake(path, pa.table({"id": list(range(5000)), "messages": [value] * 5000}))
+    config, result = _run(tmp_path, path, "duckdb", None, fix="safe")
+    assert result.fixed == 5000 and sum(repaired) == 1
+
+
+def test_a_repair_a_step_cant_aim_is_a_config_error(tmp_path, source):
+    path, _ = source
+    config = job_config(tmp_path, path, "duckdb", {}, fix="drop_trailing", fixed=str(tmp_path / "fixed"))
+    with pytest.raises(ConfigError, match=r"fix: step 1 \(messages\): repair 'drop_trailing' needs last_role="):
+        run(config, None)

@@ -114,7 +114,7 @@ class _Fix(NamedTuple):
 
 
 @dataclass
-class _Repairs:
+class StepRepairs:
     """Repairs a chat step's column in failing rows: its repaired value, the repairs applied, the
     code after them (by the step's check). Picklable, for Spark's workers."""
 
@@ -188,7 +188,7 @@ def fixed_data(engine: Engine, step: Step, repairs: str | Iterable[str]) -> Any:
     layout = {value if c == check.column else c: c for c in engine.columns(rows) if c != REASON}
     layout.update({FIXES: FIXES, reason: REASON})
     inputs = [*dict.fromkeys(check.columns), REASON]
-    fixed = _computed(engine, rows, inputs, added, _Repairs(check, spec, names), layout, value)
+    fixed = _computed(engine, rows, inputs, added, StepRepairs(check, spec, names), layout, value)
     return with_problems(engine, check, fixed) if step.turns == "all" else fixed
 
 

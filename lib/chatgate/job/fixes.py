@@ -1,9 +1,10 @@
 """`--fix`: repair the failing rows of a run, and split them into fixed and still failing.
 
 The repairs run where the rows are (`LakehouseEngine.with_arrow_columns`), on the
-failing rows only, once per failing row: each chat step's repairs (`rules.repair_array`)
-are applied in step order to its own column, and the row is checked again by the
-step's own check (with its tools and images columns). A row is fixed when every step it
+failing rows only: each chat step's repairs are applied in step order to its own
+column, and the row is checked again by the step's own check (with its tools and
+images columns), as `get_fixed_data` does it (`fixes.StepRepairs`: each distinct value
+repaired once per worker, through a bounded memo). A row is fixed when every step it
 failed passes after the repairs; a row that still fails any step keeps its original
 values and goes to the quarantine. A dataset type step is never repaired: its failing
 rows stay failing.
@@ -13,15 +14,17 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..engines.lakehouse import LakehouseEngine
+from ..errors import ConfigError
+from ..fixes import StepRepairs
 from ..names import FIXES, REASON_BEFORE, RUN_ID
-from ..rules import ChatCheck, RowCheck, repair_array
+from ..rules import ChatCheck, RowCheck, repair_names
 
 _PREFIX = "__chatgate_fix_"
 BEFORE = f"{_PREFIX}before__"
@@ -45,6 +48,15 @@ class FixPlan:
     repairs: tuple[str, ...]
     value_types: dict[str, pa.DataType]
     """The Arrow type of each repaired column (the repaired value keeps the source's type)."""
+    repairers: dict[int, StepRepairs] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for n, check in self.repaired():
+            try:
+                names = repair_names(self.repairs, check.fmt)
+            except ValueError as exc:
+                raise ConfigError(f"fix: step {n} ({check.column}): {exc}") from None
+            self.repairers[n] = StepRepairs(check, self.repairs, names)
 
     def repaired(self) -> list[tuple[int, ChatCheck]]:
         """The chat steps, whose columns the repairs change."""
@@ -70,14 +82,15 @@ def fix_batch(plan: FixPlan, batch: pa.RecordBatch) -> list[pa.Array]:
     before = [next((c for c in codes if c is not None), None) for codes in zip(*step_codes)]
     still = [False] * batch.num_rows
     repaired: list[pa.Array] = []
-    for (_, check, _), codes in zip(plan.steps, step_codes):
+    for (n, check, _), codes in zip(plan.steps, step_codes):
         if not isinstance(check, ChatCheck):
             still = [s or code is not None for s, code in zip(still, codes)]
             continue
-        values, fixes, _ = repair_array(batch.column(check.column), plan.repairs, check.fmt)
+        values, fixes, after = plan.repairers[n]({c: batch.column(c) for c in check.columns})
+        assert isinstance(values, pa.Array) and isinstance(fixes, pa.Array) and isinstance(after, pa.Array)
         batch = _replaced(batch, check.column, values)
-        after = check.check(batch).to_pylist()
-        still = [s or (code is not None and now is not None) for s, code, now in zip(still, codes, after)]
+        now = after.to_pylist()
+        still = [s or (code is not None and n is not None) for s, code, n in zip(still, codes, now)]
         applied = [None if code is None else (f or []) for code, f in zip(codes, fixes.to_pylist())]
         repaired += [values, pa.array(applied, pa.list_(pa.string()))]
     fixed = [b is not None and not s for b, s in zip(before, still)]
