@@ -38,7 +38,7 @@ except ImportError:  # tests/ imported as a package
     from tests.test_locate_rows import tables
     from tests.test_rules_reference import ALL as REFERENCE_EXAMPLES
 
-LM, PO, PC, PREF, IMPL, UNP = DATASET_TYPES
+LM, PO, PC, PREF, IMPL, UNP = DATASET_TYPES[:6]  # TRL's; openai_preference has its own tests
 CORPUS = Path(__file__).resolve().parent / "data" / "corpus"
 
 

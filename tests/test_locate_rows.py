@@ -39,7 +39,8 @@ except ImportError:  # tests/ imported as a package
     from tests.rule_examples import A2, A, S, U, call, json_table, msg, native_table, schema
     from tests.test_locate import value_cases_codes
 
-LM, PO, PC, PREF, IMPL, UNP = DATASET_TYPES
+LM, PO, PC, PREF, IMPL, UNP = DATASET_TYPES[:6]  # TRL's; openai_preference has its own tests
+OP = "openai_preference"
 TOOLS = {"tools": True}
 IMAGE = {"type": "image"}
 PNG_PART = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
@@ -274,6 +275,31 @@ ROWS = placed(
         0,
     ),
     ("passes", {"prompt": [S, U], "completion": [A]}, PC, {}, None, None, None),
+    # OpenAI's and Together's preference rows: in the input, or in the output the problem is in
+    ("bad_input", {"input": [U], "preferred_output": [A], "non_preferred_output": [A2]}, OP, {},
+     "bad_input", "input", None),
+    ("output_count", {"input": {"messages": [U]}, "preferred_output": [A], "non_preferred_output": [A, A2]}, OP, {},
+     "output_count", "non_preferred_output", None),
+    ("openai-prompt_end", {"input": {"messages": [U, A]}, "preferred_output": [A], "non_preferred_output": [A2]},
+     OP, {}, "prompt_end", "input", 1),
+    ("openai-completion_role", {"input": {"messages": [U]}, "preferred_output": [A], "non_preferred_output": [U]},
+     OP, {}, "completion_role", "non_preferred_output", 0),
+    (
+        "openai-unknown_tool",
+        {
+            "input": {"messages": [U], "tools": [schema("g")]},
+            "preferred_output": [msg("assistant", None, tool_calls=[call("f")])],
+            "non_preferred_output": [A2],
+        },
+        OP,
+        TOOLS,
+        "unknown_tool",
+        "preferred_output",
+        0,
+        "json",
+    ),
+    ("openai-bad_tools", {"input": {"messages": [U], "tools": "not json"}, "preferred_output": [A],
+                          "non_preferred_output": [A2]}, OP, TOOLS, "bad_tools", "input", None),
 )
 
 

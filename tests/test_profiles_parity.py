@@ -2,7 +2,8 @@
 the job (YAML checks, DuckDB and Spark), the engines (local, DuckDB via Ibis, Spark)
 and the reference check `first_problem`, row by row: on a chat column (JSON text, and
 native Arrow lists of structs for the image rules) and on dataset rows (Together's
-multimodal instruction format, preference data with aliases and single-message answers)."""
+multimodal instruction format, preference data with aliases and single-message answers, OpenAI's
+and Together's preference rows in JSON text and native structs)."""
 
 from __future__ import annotations
 
@@ -162,9 +163,34 @@ PREFERENCES = [
 PREFERENCE_OPTIONS = {"role_map": {"human": "user", "gpt": "assistant", "bot": "assistant", "model": "assistant"},
                       "single_message_answers": True}
 
+
+
+def _op(messages=(U,), preferred=(A,), non_preferred=(A2,), **input_keys):
+    """An OpenAI (and Together) preference row."""
+    return {"input": {"messages": list(messages), **input_keys}, "preferred_output": list(preferred),
+            "non_preferred_output": list(non_preferred)}
+
+
+TOOL_CALL = msg("assistant", None, tool_calls=[call("f", id="c1")])
+OPENAI_PREFERENCES = [
+    _op(),
+    _op([S, U, A, U], non_preferred=(A,)),
+    _op([U, A]),
+    _op(preferred=(A, A2)),
+    {**_op(), "input": [U]},
+    _op(non_preferred=(U,)),
+    _op([msg("user", "Hi", weight=2)]),
+    _op(preferred=(msg("assistant", 123),)),
+    _op(preferred=(msg("assistant", [PNG]),)),
+    _op([U, U]),
+    _op(preferred=(TOOL_CALL,), tools=[{"type": "function", "function": {"name": "g"}}]),
+]
+
 DATASETS = {
     "together-instruction": ("prompt_completion", ROWS, ROW_OPTIONS),
     "preference-loose": ("preference", PREFERENCES, PREFERENCE_OPTIONS),
+    "openai-preference-openai": ("openai_preference", OPENAI_PREFERENCES, {"profile": "openai"}),
+    "openai-preference-together": ("openai_preference", OPENAI_PREFERENCES, {"profile": "together"}),
 }
 
 
@@ -273,4 +299,32 @@ def test_the_image_rules_on_native_values_on_every_engine(engine, request):
                 if (code := first_problem(value, profile="together")) is not None}
     assert len(set(expected.values())) >= 5
     check = ChatCheck("messages", format_from(profile="together"))
+    assert _judged_on(engine, check, source, request) == expected
+
+
+NATIVE_PREFERENCES = [
+    _op(),
+    _op([U, A]),
+    _op(preferred=(A, A2)),
+    _op(non_preferred=(U,)),
+    _op([msg("user", "")]),
+    _op(preferred=(msg("assistant", None),)),
+    _op([S, U], non_preferred=(A,)),
+]
+
+
+@pytest.mark.parametrize("profile", ["openai", "together"])
+@pytest.mark.parametrize("engine", ["local", "duckdb", pytest.param("spark", marks=pytest.mark.spark)])
+def test_openai_preference_rows_on_native_values_on_every_engine(engine, profile, request):
+    """A struct `input` and list<struct> outputs, as Arrow holds them."""
+    from chatgate.rules import dataset_checks, first_row_problem
+
+    rows = [{"id": i + 1, **row} for i, row in enumerate(NATIVE_PREFERENCES)]
+    source = pa.Table.from_pylist(rows)
+    assert pa.types.is_struct(source.schema.field("input").type)
+    expected = {r["id"]: code for r in rows
+                if (code := first_row_problem({k: v for k, v in r.items() if k != "id"}, "openai_preference",
+                                              profile=profile)) is not None}
+    assert len(set(expected.values())) >= 3
+    (check,) = dataset_checks("openai_preference", source.column_names, profile=profile)
     assert _judged_on(engine, check, source, request) == expected

@@ -43,7 +43,7 @@ try:
 except ImportError:  # tests/ imported as a package
     from tests.rule_examples import A2, A, S, U, assert_example, examples, msg
 
-LM, PO, PC, PREF, IMPL, UNP = DATASET_TYPES
+LM, PO, PC, PREF, IMPL, UNP = DATASET_TYPES[:6]  # TRL's; openai_preference has its own tests
 
 # --- Language modeling: `text` (standard) or `messages` (conversational) -------------
 
@@ -1009,6 +1009,8 @@ def test_every_new_code_has_an_example():
     trainers = {"too_few_messages", "unknown_key", "bad_content_type", "bad_weight"}
     trainers |= {"bad_function_call", "missing_role"}
     trainers |= {"bad_image_url", "image_too_large", "image_role", "too_many_images"}
+    # OpenAI's and Together's preference rows are in tests/test_rules_openai_preference.py
+    trainers |= {"bad_input", "output_count"}
     codes = {param.values[3] for param in ALL}
     assert set(EXTENDED_REASONS) - tools - trainers <= codes
     assert set(REASONS) <= codes
@@ -1462,6 +1464,14 @@ EXTENDED_PHRASES = {
     ),
     "not_text": ("has a field that isn't text", "have a field that isn't text"),
     "not_label": ("has a label that isn't true or false", "have a label that isn't true or false"),
+    "bad_input": (
+        "has an input that isn't an object holding messages",
+        "have an input that isn't an object holding messages",
+    ),
+    "output_count": (
+        "has an output that isn't exactly one message",
+        "have an output that isn't exactly one message",
+    ),
     "too_few_messages": ("has too few messages", "have too few messages"),
     "empty_text": ("has an empty text field", "have an empty text field"),
     "unknown_key": ("has a message key that isn't allowed", "have a message key that isn't allowed"),

@@ -29,7 +29,7 @@ try:
 except ImportError:  # tests/ imported as a package
     from tests.rule_examples import A2, A, S, U, assert_example, call, examples, msg, schema
 
-LM, PO, PC, PREF, IMPL, UNP = DATASET_TYPES
+LM, PO, PC, PREF, IMPL, UNP = DATASET_TYPES[:6]  # TRL's; openai_preference has its own tests
 TOOLS = {"tools": True}
 
 ASK = msg("user", "Turn on the living room lights.")

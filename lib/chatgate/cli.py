@@ -87,8 +87,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--tools-column", dest="tools_column", help="the row's declared tools (with --tools)")
     p.add_argument("--images-column", dest="images_column", help="the row's images: one image part each")
     p.add_argument("--dataset-type", dest="dataset_type",
-                   help="check a TRL dataset type: auto (detect), language_modeling, prompt_only, "
-                   "prompt_completion, preference, implicit_preference, unpaired_preference")
+                   help="check a dataset type: auto (detect), language_modeling, prompt_only, "
+                   "prompt_completion, preference, implicit_preference, unpaired_preference (TRL's), "
+                   "openai_preference (OpenAI's and Together's input/preferred_output/non_preferred_output)")
     p.add_argument("--dataset-format", dest="dataset_format", choices=FORMATS,
                    help="conversational (message lists), standard (plain text), or auto (detect)")
     p.add_argument("--quarantine", help="where failing rows go (Delta)")

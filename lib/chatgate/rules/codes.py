@@ -11,7 +11,8 @@ none of the other codes is produced while the options are off.
 
 The codes decided on one conversation are the rules of `judge.RULES`, in the same
 order; the others are decided before a conversation is read (`not_messages`, the
-standard-format codes, `not_label`) or by comparing two values of a row
+standard-format codes, `not_label`, an OpenAI preference row's `bad_input` and
+`output_count`) or by comparing two values of a row
 (`same_pair`, `implicit_prompt`).
 
 | code | raised by | meaning |
@@ -20,6 +21,8 @@ standard-format codes, `not_label`) or by comparing two values of a row
 | mixed_format | dataset types | a row mixes conversational and standard values, or a value isn't of the format the check expects |
 | not_text | dataset types | a standard-format field isn't a string (or is missing) |
 | not_label | unpaired preference | `label` isn't true or false |
+| bad_input | openai_preference | `input` isn't an object holding `messages`, or its `parallel_tool_calls` isn't true or false |
+| output_count | openai_preference | `preferred_output` or `non_preferred_output` isn't a list of exactly one message |
 | no_messages | core | the list is empty |
 | too_few_messages | min_messages= | fewer messages than `min_messages=` |
 | empty_text | dataset types | a standard-format string is empty or only whitespace |
@@ -42,7 +45,7 @@ standard-format codes, `not_label`) or by comparing two values of a row
 | missing_role | require_roles= | a role of `require_roles=` never appears |
 | first_role | core | the first turn has the wrong role |
 | prompt_end | dataset types | a conversational prompt doesn't end with a user turn (or a tool turn when tools=True) |
-| completion_role | dataset types | a completion, chosen or rejected value holds a turn that isn't the assistant's (or a tool's when tools=True) |
+| completion_role | dataset types | a completion, chosen or rejected value holds a turn that isn't the assistant's (or a tool's when tools=True); an OpenAI preference output's message isn't the assistant's |
 | orphan_tool | tools=True | a tool message that answers no earlier tool call |
 | not_alternating | core | two consecutive turns share a role |
 | last_role | core | the last message has the wrong role |
@@ -74,6 +77,8 @@ EXTENDED_REASONS: tuple[str, ...] = (
     "mixed_format",
     "not_text",
     "not_label",
+    "bad_input",
+    "output_count",
     "too_few_messages",
     "empty_text",
     "unknown_key",
@@ -105,6 +110,8 @@ ALL_REASONS: tuple[str, ...] = (
     "mixed_format",
     "not_text",
     "not_label",
+    "bad_input",
+    "output_count",
     "no_messages",
     "too_few_messages",
     "empty_text",
@@ -168,6 +175,14 @@ PHRASES: dict[str, tuple[str, str]] = {
     "not_text": ("has a field that isn't text", "have a field that isn't text"),
     "not_label": ("has a label that isn't true or false", "have a label that isn't true or false"),
     "empty_text": ("has an empty text field", "have an empty text field"),
+    "bad_input": (
+        "has an input that isn't an object holding messages",
+        "have an input that isn't an object holding messages",
+    ),
+    "output_count": (
+        "has an output that isn't exactly one message",
+        "have an output that isn't exactly one message",
+    ),
     "bad_tool_call": ("has a malformed tool call", "have a malformed tool call"),
     "too_few_messages": ("has too few messages", "have too few messages"),
     "unknown_key": ("has a message key that isn't allowed", "have a message key that isn't allowed"),

@@ -8,6 +8,7 @@
 | preference | `prompt`, `chosen`, `rejected` | as prompt_completion, for prompt + chosen and prompt + rejected; chosen and rejected differ | non-empty strings; chosen and rejected differ |
 | implicit_preference | `chosen`, `rejected` | each passes the chat check; they differ; they share a non-empty common prefix ending with a user (or tool) turn, each continues after it with assistant (and tool) turns only | non-empty strings that differ, share a non-empty common prefix and both continue after it |
 | unpaired_preference | `prompt`, `completion`, `label` | as prompt_completion; label is true or false | non-empty strings; label is true or false |
+| openai_preference | `input`, `preferred_output`, `non_preferred_output` | OpenAI's and Together's preference rows (`openai_preference`) | none |
 
 Format. A value is conversational (a list of messages) or standard (other text);
 `format="auto"` reads each row in the format of its values, and a row that mixes
@@ -60,6 +61,7 @@ PROMPT_COMPLETION = "prompt_completion"
 PREFERENCE = "preference"
 IMPLICIT_PREFERENCE = "implicit_preference"
 UNPAIRED_PREFERENCE = "unpaired_preference"
+OPENAI_PREFERENCE = "openai_preference"
 
 DATASET_TYPES: tuple[str, ...] = (
     LANGUAGE_MODELING,
@@ -68,6 +70,7 @@ DATASET_TYPES: tuple[str, ...] = (
     PREFERENCE,
     IMPLICIT_PREFERENCE,
     UNPAIRED_PREFERENCE,
+    OPENAI_PREFERENCE,
 )
 
 TYPE_FIELDS: dict[str, tuple[str, ...]] = {
@@ -77,6 +80,7 @@ TYPE_FIELDS: dict[str, tuple[str, ...]] = {
     PREFERENCE: ("prompt", "chosen", "rejected"),
     IMPLICIT_PREFERENCE: ("chosen", "rejected"),
     UNPAIRED_PREFERENCE: ("prompt", "completion", "label"),
+    OPENAI_PREFERENCE: ("input", "preferred_output", "non_preferred_output"),
 }
 """The fields of each type, as `DatasetCheck` reads them (a conversational language
 modeling table is a `ChatCheck` on its `messages` column)."""
@@ -85,13 +89,7 @@ CHAT_FIELDS: tuple[str, ...] = ("messages", "conversations")
 """Names of a language modeling table's conversation column (ShareGPT's is `conversations`)."""
 
 FIELDS: tuple[str, ...] = (
-    "text",
-    *CHAT_FIELDS,
-    "prompt",
-    "completion",
-    "chosen",
-    "rejected",
-    "label",
+    "text", *CHAT_FIELDS, "prompt", "completion", "chosen", "rejected", "label", *TYPE_FIELDS[OPENAI_PREFERENCE]
 )
 
 _TITLES = {
@@ -101,6 +99,7 @@ _TITLES = {
     PREFERENCE: "preference (explicit prompt)",
     IMPLICIT_PREFERENCE: "preference (implicit prompt)",
     UNPAIRED_PREFERENCE: "unpaired preference",
+    OPENAI_PREFERENCE: "preference (OpenAI format)",
 }
 
 
@@ -124,6 +123,8 @@ def detect_dataset_type(column_names: Iterable[str]) -> str:
     """
     names = [str(name) for name in column_names]
     present = [name for name in FIELDS if name in names]
+    if "input" in present and not {"preferred_output", "non_preferred_output"} & set(present):
+        present.remove("input")  # a common column name: a field only beside an OpenAI preference output
     chat = [name for name in present if name in ("text", *CHAT_FIELDS)]
     if chat and len(chat) == len(present) == 1:
         return LANGUAGE_MODELING
@@ -199,6 +200,10 @@ def dataset_checks(
             f"a {_TITLES[dataset_type]} table needs the columns {missing}; it has {present}"
         )
     mapped = tuple((f, names[f]) for f in TYPE_FIELDS[dataset_type] if f in names and names[f] != f)
+    if dataset_type == OPENAI_PREFERENCE:  # its tools are in `input`; its own module judges it
+        from .openai_preference import OpenAIPreferenceCheck
+
+        return [OpenAIPreferenceCheck(dataset_type, fmt, format, mapped)]
     return [DatasetCheck(dataset_type, fmt, format, mapped, tools, images)]
 
 
@@ -267,6 +272,8 @@ class DatasetCheck(RowCheck):
             raise TypeError(f"fmt= must be a ChatFormat, not {type(self.fmt).__name__}")
         if self.format not in FORMATS:
             raise ValueError(f"format={self.format!r} isn't one of {list(FORMATS)}")
+        if self.dataset_type == OPENAI_PREFERENCE and type(self) is DatasetCheck:
+            raise ValueError("an openai_preference row is judged by `dataset_checks`' OpenAIPreferenceCheck")
         if self.dataset_type == LANGUAGE_MODELING and self.format == CONVERSATIONAL:
             raise ValueError("a conversational language modeling column is a ChatCheck")
         object.__setattr__(self, "names", tuple(_names(dict(self.names)).items()))

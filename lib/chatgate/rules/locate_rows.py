@@ -11,6 +11,8 @@ message in that column's list (as `locate_sites` places it).
 - `not_messages`, `not_text`, `empty_text`, `not_label` and a `mixed_format`
   value (format pinned) are in their column, at no message (None); `bad_tools`
   is in the tools column, `image_count` in the conversation's.
+- An OpenAI preference row's problems are placed by its own module
+  (`openai_preference.located`): in `input`, or in the output they are in.
 - The parts of a dataset row are judged as `DatasetCheck` judges them, each
   problem placed in the column its message is in: a prompt's in the prompt, a
   completion's in the completion, and the problem of a whole conversation made
@@ -38,6 +40,7 @@ from .checks import ChatCheck, LabelCheck, RowCheck, column_values, label_proble
 from .codes import first_reason, reason_rank
 from .datasets import (
     IMPLICIT_PREFERENCE,
+    OPENAI_PREFERENCE,
     PROMPT_ONLY,
     DatasetCheck,
 )
@@ -113,6 +116,10 @@ def _chat_problems(check: ChatCheck, row: Mapping[str, Any]) -> list[RowProblem]
 
 
 def _dataset_problems(check: DatasetCheck, row: Mapping[str, Any]) -> list[RowProblem]:
+    if check.dataset_type == OPENAI_PREFERENCE:  # its own walk, in its module (which imports this one)
+        from .openai_preference import located
+
+        return located(check, row)
     values = {f: row.get(check.column_of(f)) for f in check.fields}
     found: list[RowProblem] = []
     if "label" in values:
