@@ -152,13 +152,14 @@ def test_spark_job_takes_any_column_name(tmp_path, spark, capsys):
     renamed = pa.table({NAMES[0]: table["messages"], NAMES[1]: table["id"], NAMES[2]: table["source"]})
     write_deltalake(str(tmp_path / "chats"), renamed)
     flags = _flags(tmp_path, **{"--column": NAMES[0]}) + ["--engine", "spark", "--valid", str(tmp_path / "v")]
+    flags += ["--fix", "safe", "--fixed", str(tmp_path / "f"), "--turns", "all"]
     assert main(flags) == 0, capsys.readouterr().err
     # Such names need Delta's column mapping, which Spark turns on for the new outputs.
-    quarantine = spark.read.format("delta").load(str(tmp_path / "q"))
-    valid = spark.read.format("delta").load(str(tmp_path / "v"))
-    assert quarantine.columns[:3] == NAMES
-    ids = [row[0] for row in quarantine.select(quarantine.columns[1]).union(valid.select(valid.columns[1])).collect()]
+    outputs = [spark.read.format("delta").load(str(tmp_path / name)) for name in ("q", "v", "f")]
+    assert all(output.columns[:3] == NAMES for output in outputs)
+    ids = [row[0] for output in outputs for row in output.select(output.columns[1]).collect()]
     assert sorted(ids) == sorted(table["id"].to_pylist())
+    assert outputs[2].count() > 0
 
 
 @pytest.mark.spark

@@ -303,9 +303,14 @@ class SparkEngine(LakehouseEngine):
         added: pa.Schema,
         compute: Callable[[pa.RecordBatch], list[pa.Array]],
     ) -> DataFrame:
+        # mapInArrow parses each column's name (a backtick in one fails): it gets positional
+        # names, and the batches their own names back before `compute` reads them.
+        names = table.columns
+        positional = table.toDF(*[f"_{i}" for i in range(len(names))])
         fields = [StructField(f.name, from_arrow_type(f.type)) for f in added]
-        add = functools.partial(_add_arrow_columns, inputs=inputs, added=added, compute=compute)
-        return table.mapInArrow(add, StructType([*table.schema.fields, *fields]))
+        add = functools.partial(_add_arrow_columns, names=names, inputs=inputs, added=added, compute=compute)
+        schema = StructType([*positional.schema.fields, *fields])
+        return positional.mapInArrow(add, schema).toDF(*names, *added.names)
 
     def project(
         self, table: DataFrame, columns: list[str], renamed: dict[str, str], constants: dict[str, pa.Scalar]
@@ -415,10 +420,12 @@ class SparkEngine(LakehouseEngine):
 def _add_arrow_columns(
     batches: Iterator[pa.RecordBatch],
     *,
+    names: list[str],
     inputs: list[str],
     added: pa.Schema,
     compute: Callable[[pa.RecordBatch], list[pa.Array]],
 ) -> Iterator[pa.RecordBatch]:
     for batch in batches:
-        arrays = [array.cast(f.type) for array, f in zip(compute(batch.select(inputs)), added)]
+        named = pa.RecordBatch.from_arrays(batch.columns, names=names)
+        arrays = [array.cast(f.type) for array, f in zip(compute(named.select(inputs)), added)]
         yield pa.RecordBatch.from_arrays([*batch.columns, *arrays], names=[*batch.schema.names, *added.names])
