@@ -82,7 +82,7 @@ Sites = Callable[[Conversation], Sequence[int | None]]
 """Where a rule applies in a conversation: message indices, or [None] for the whole value."""
 
 ROW_CODES: frozenset[str] = frozenset(
-    {"mixed_format", "not_text", "not_label", "empty_text", "same_pair", "implicit_prompt"}
+    {"mixed_format", "not_text", "not_label", "empty_text", "same_pair", "implicit_prompt", "bad_input", "output_count"}
 )
 """Codes decided on a dataset row, never on one conversation."""
 
