@@ -292,9 +292,11 @@ class SparkEngine(LakehouseEngine):
 
     def list_item_counts(self, table: DataFrame, column: str) -> tuple[int, dict[str, int]]:
         rows = table.filter(column_ref(column).isNotNull())
-        # Each row's items once: a repair is applied to a row or not.
-        items = rows.select(F.explode(F.array_distinct(column_ref(column))).alias("item")).groupBy("item").count()
-        return rows.count(), {row["item"]: row["count"] for row in items.collect()}
+        # Each row's items once (a repair is applied to a row or not), and a null item per
+        # row, which counts the rows in the same pass.
+        items = F.concat(F.array(F.lit(None).cast("string")), F.array_distinct(column_ref(column)))
+        counts = {row["item"]: row["count"] for row in rows.select(F.explode(items).alias("item")).groupBy("item").count().collect()}
+        return counts.pop(None, 0), counts
 
     def with_arrow_columns(
         self,
