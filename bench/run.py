@@ -41,10 +41,12 @@ def embedded_peak_memory(source: str, dedup: str = "auto") -> dict:
     """Peak RSS (bytes) of a fresh process running the embedded job on `source` (default settings),
     and of its largest check worker process (as the pool logs it: the kernel's VmHWM)."""
     code = (
-        "import logging, resource, tempfile; from pathlib import Path; from bench import paths; "
+        "import logging, tempfile; from pathlib import Path; from bench import paths; "
         "logging.basicConfig(level=logging.INFO, format='%(message)s'); "
         f"paths.job('duckdb', {source!r}, Path(tempfile.mkdtemp()), dedup={dedup!r}); "
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+        # VmHWM, not ru_maxrss: Linux carries the forking parent's RSS into a child's ru_maxrss
+        # across exec, and this harness's process holds gigabytes by then.
+        "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM:')))"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], check=True, capture_output=True, text=True,
