@@ -24,16 +24,12 @@ from chatgate.rules.repair_fixes import DEFAULT_ROLE_MAP
 repair_module = importlib.import_module("chatgate.rules.repair")  # `chatgate.rules.repair` is the function
 fixes_module = importlib.import_module("chatgate.rules.repair_fixes")
 
+try:
+    from rule_examples import msg
+except ImportError:  # tests/ imported as a package
+    from tests.rule_examples import msg
+
 SAME = object()
-
-
-def msg(role, content="x", **extra):
-    """A message dict; `content=...` (Ellipsis) leaves the content key out."""
-    out = {"role": role}
-    if content is not ...:
-        out["content"] = content
-    out.update(extra)
-    return out
 
 
 def compact(value) -> str:

@@ -11,11 +11,12 @@ import pytest
 
 from chatgate.rules import ChatFormat, repair, repair_array
 
+try:
+    from rule_examples import msg
+except ImportError:  # tests/ imported as a package
+    from tests.rule_examples import msg
+
 repair_module = importlib.import_module("chatgate.rules.repair")
-
-
-def msg(role, content="x"):
-    return {"role": role, "content": content}
 
 
 FIXABLE = [msg("human", "a"), msg("user", "b"), msg("gpt", "c")]

@@ -21,18 +21,11 @@ from chatgate.rules import DEFAULT_ROLES, REASONS, ChatFormat, check_batch, firs
 try:
     from plain_reference import CODES as PLAIN_CODES
     from plain_reference import TRAINER_OPTIONS, plain_problem
+    from rule_examples import msg
 except ImportError:  # tests/ imported as a package
     from tests.plain_reference import CODES as PLAIN_CODES
     from tests.plain_reference import TRAINER_OPTIONS, plain_problem
-
-
-def msg(role, content="x", **extra):
-    """A message dict; `content=...` (Ellipsis) leaves the content key out."""
-    out = {"role": role}
-    if content is not ...:
-        out["content"] = content
-    out.update(extra)
-    return out
+    from tests.rule_examples import msg
 
 
 USER = msg("user", "Hi!")
