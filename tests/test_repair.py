@@ -511,38 +511,22 @@ COMBINATIONS = examples(
 )
 
 
-@pytest.mark.parametrize("value, repairs, options, expected, applied, reason", MAP_ROLES)
-def test_map_roles(value, repairs, options, expected, applied, reason):
-    assert_example(value, repairs, options, expected, applied, reason)
+EXAMPLES = {
+    "map_roles": MAP_ROLES,
+    "drop_empty": DROP_EMPTY,
+    "hoist_system": HOIST_SYSTEM,
+    "merge_repeats": MERGE_REPEATS,
+    "drop_leading": DROP_LEADING,
+    "drop_trailing": DROP_TRAILING,
+    "combinations": COMBINATIONS,
+}
 
 
-@pytest.mark.parametrize("value, repairs, options, expected, applied, reason", DROP_EMPTY)
-def test_drop_empty(value, repairs, options, expected, applied, reason):
-    assert_example(value, repairs, options, expected, applied, reason)
-
-
-@pytest.mark.parametrize("value, repairs, options, expected, applied, reason", HOIST_SYSTEM)
-def test_hoist_system(value, repairs, options, expected, applied, reason):
-    assert_example(value, repairs, options, expected, applied, reason)
-
-
-@pytest.mark.parametrize("value, repairs, options, expected, applied, reason", MERGE_REPEATS)
-def test_merge_repeats(value, repairs, options, expected, applied, reason):
-    assert_example(value, repairs, options, expected, applied, reason)
-
-
-@pytest.mark.parametrize("value, repairs, options, expected, applied, reason", DROP_LEADING)
-def test_drop_leading(value, repairs, options, expected, applied, reason):
-    assert_example(value, repairs, options, expected, applied, reason)
-
-
-@pytest.mark.parametrize("value, repairs, options, expected, applied, reason", DROP_TRAILING)
-def test_drop_trailing(value, repairs, options, expected, applied, reason):
-    assert_example(value, repairs, options, expected, applied, reason)
-
-
-@pytest.mark.parametrize("value, repairs, options, expected, applied, reason", COMBINATIONS)
-def test_combinations(value, repairs, options, expected, applied, reason):
+@pytest.mark.parametrize(
+    "value, repairs, options, expected, applied, reason",
+    [pytest.param(*p.values, id=f"{name}-{p.id}") for name, table in EXAMPLES.items() for p in table],
+)
+def test_example(value, repairs, options, expected, applied, reason):
     assert_example(value, repairs, options, expected, applied, reason)
 
 
