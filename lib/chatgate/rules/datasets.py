@@ -123,8 +123,9 @@ def detect_dataset_type(column_names: Iterable[str]) -> str:
     """
     names = [str(name) for name in column_names]
     present = [name for name in FIELDS if name in names]
-    if "input" in present and not {"preferred_output", "non_preferred_output"} & set(present):
-        present.remove("input")  # a common column name: a field only beside an OpenAI preference output
+    openai_input, *openai_outputs = TYPE_FIELDS[OPENAI_PREFERENCE]
+    if openai_input in present and not set(openai_outputs) & set(present):
+        present.remove(openai_input)  # a common column name: a field only beside an OpenAI preference output
     chat = [name for name in present if name in ("text", *CHAT_FIELDS)]
     if chat and len(chat) == len(present) == 1:
         return LANGUAGE_MODELING
