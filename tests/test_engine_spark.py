@@ -236,9 +236,9 @@ def test_python_runs_after_the_aggregation_and_joins_back_by_broadcast(judged_by
     # A plan prints top-down: a node's input is below it.
     assert _first_line(on_plan, PYTHON_STEP) < _first_line(on_plan, AGGREGATE), on_plan
     off_plan = _final_plan(judged_by_mode["off"].extra["checked"])
-    assert _first_line(off_plan, AGGREGATE) < _first_line(off_plan, PYTHON_STEP), off_plan
-    below_python = "\n".join(off_plan.splitlines()[_first_line(off_plan, PYTHON_STEP) + 1 :])
-    assert "Exchange" not in below_python  # without dedup, Python reads the scan directly
+    # Without dedup, Python reads the scan directly and sends failing rows back whole: no aggregate, no shuffle.
+    _first_line(off_plan, PYTHON_STEP)
+    assert not re.search(AGGREGATE, off_plan) and "Exchange" not in off_plan, off_plan
 
     for judged in judged_by_mode.values():
         annotated_plan = judged.annotated._jdf.queryExecution().executedPlan().toString()
@@ -248,16 +248,53 @@ def test_python_runs_after_the_aggregation_and_joins_back_by_broadcast(judged_by
 
 
 @pytest.mark.spark
+@pytest.mark.parametrize("dedup", ["on", "off", "auto"])
 @pytest.mark.parametrize("na_pass", [False, True])
-def test_nulls_follow_na_pass(spark, engine, na_pass):
+def test_nulls_follow_na_pass(spark, engine, na_pass, dedup):
     fmt = ChatFormat(na_pass=na_pass)
     rows = [(1, None), (2, _j(("user", "Hi"))), (3, "null"), (4, None), (5, "[]")]
     df = spark.createDataFrame(rows, "id int, messages string")
-    judged = engine.judge(df, "messages", fmt, dedup="on")
+    judged = engine.judge(df, "messages", fmt, dedup=dedup)
     assert_annotated(judged.annotated, rows, "id int, messages string", fmt)
+    # Each split of the annotated table on its own (they take different branches of its plan).
+    failing = {r["id"] for r in engine.failing_rows(judged).collect()}
+    assert failing == {i for i, v in rows if expected(v, fmt) is not None}
+    assert {r["id"] for r in engine.passing_rows(judged).collect()} == {i for i, _ in rows} - failing
     assert judged.reasons == _counts(rows, fmt)
     assert judged.reasons["not_messages"] == (1 if na_pass else 3)
-    assert judged.distinct_values == 3  # nulls never go to Python
+    if dedup == "on":
+        assert judged.distinct_values == 3  # nulls aren't distinct values
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("dedup", ["off", "auto"])
+def test_failing_rows_are_read_from_the_check_not_the_source(spark, engine, tmp_path, dedup):
+    rows = [(i, v) for i, v in enumerate([_j(("user", "Hi"), ("assistant", "Hello")), "[]", None, "nope"] * 5)]
+    spark.createDataFrame(rows, "id int, messages string").write.parquet(str(tmp_path / "src"))
+    df = spark.read.parquet(str(tmp_path / "src"))
+    judged = engine.judge(df, "messages", FMT, dedup=dedup)
+    failing = engine.failing_rows(judged)
+    plan = failing._jdf.queryExecution().executedPlan().toString()
+    assert "FileScan" not in plan and not re.search(PYTHON_STEP, plan), plan
+    assert sorted((r["id"], r["pb_reason_"]) for r in failing.collect()) == sorted(
+        (i, expected(v)) for i, v in rows if expected(v) is not None
+    )
+    # The passing rows are the source's others: one more scan, never the check again.
+    plan = engine.passing_rows(judged)._jdf.queryExecution().executedPlan().toString()
+    assert "FileScan" in plan and not re.search(PYTHON_STEP, plan), plan
+
+
+@pytest.mark.spark
+def test_a_column_arrow_cant_carry_is_judged_by_key(spark, engine):
+    from pyspark.sql import functions as F
+
+    rows = [(1, _j(("user", "Hi"), ("assistant", "Hello"))), (2, "[]"), (3, "[]")]
+    df = spark.createDataFrame(rows, "id int, messages string").withColumn("span", F.make_interval(F.lit(1)))
+    judged = engine.judge(df, "messages", FMT, dedup="off")
+    assert judged.deduplicated and judged.distinct_values == 2
+    assert judged.reasons == {"no_messages": 2}
+    got = {r["id"]: r["pb_reason_"] for r in judged.annotated.select("id", "pb_reason_").collect()}
+    assert got == {1: None, 2: "no_messages", 3: "no_messages"}
 
 
 NATIVE_CASES = [

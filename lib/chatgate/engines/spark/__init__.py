@@ -11,20 +11,26 @@ one Spark job over the rows and returns a lazy annotated DataFrame:
    copies within a partition are judged once without a shuffle or a pass before
    the check; with `dedup="off"` every row is judged;
 2. the check: each row gets a wide key over the check's columns; `mapInArrow`
-   hands exactly the check's columns (named as in the table, plus the key and
-   row bookkeeping) to `check.check` in Arrow batches
-   of about `BATCH_ROWS` rows and sends back only the failing (key, reason,
-   count, first row) rows and one tally row per batch (keys checked, rows they
-   stand for). Without dedup the failing rows are summed per key natively. The
+   hands the check's columns (named as in the table, plus the key and row
+   bookkeeping) to `check.check` in Arrow batches of about `BATCH_ROWS` rows.
+   Without dedup (`auto`, `off`) the batches carry every column of the table and
+   Python sends back the failing rows whole, with their key and reason; with
+   `dedup="on"` it sends back the failing (key, reason, count, first row). Either
+   way one tally row per batch follows (keys checked, rows they stand for). The
    result is computed once and kept on the executors (a local checkpoint, which a
    Spark Connect server keeps for as long as the client holds a plan built on it); the
    driver receives totals and one row per reason, never a key or a source row,
    and the tallies count the rows, so no other pass over the table is needed.
 
-The annotated table is the source left-joined, on the key, with the failing
-(key, reason) pairs: broadcast when they are few (`broadcast_limit`), else a
-shuffle join. Reading it (to write a quarantine, to split the valid rows) scans
-the source again, but never re-runs the check.
+The annotated table, when failing rows came back whole, is those rows followed by
+the source's rows whose key isn't a failing one (a left anti-join), with a null
+reason: Spark drops that branch from any plan that reads failing rows only (a
+quarantine, the repairs), so they cost no scan of the source. With
+`dedup="on"`, it is the source left-joined, on the key, with the failing (key,
+reason) pairs. The failing keys are broadcast when they are few
+(`broadcast_limit`), else shuffled. Reading the rows that pass scans the source
+again, but never re-runs the check. A table with a column that Arrow can't carry
+(an interval) is judged as with `dedup="on"`, which sends only the check's columns.
 
 Nulls. Every check sees every row, nulls included, and decides itself what a
 null is worth (a preference row with a null `prompt` may pass with
@@ -98,6 +104,7 @@ from .check import (
     _session_conf,
     _tally,
     _value_names,
+    carried_names,
     check_batches,
 )
 from .delta import (
@@ -159,13 +166,19 @@ class SparkEngine(LakehouseEngine):
         """One job; the annotated table is lazy. `extra["checked"]` is the lazy check
         (`failing_frame`), `extra["values_judged"]` how many values Python judged."""
         keyed = _Keyed.of(table, check, dedup, reason_column)
-        deduplicated = dedup == "on"
-        checked = self._failing_frame(table, keyed, deduplicated, memo=dedup == "auto")
+        names = carried_names(table)
+        # A table with a column Arrow can't carry is grouped by key, whatever the dedup.
+        deduplicated = dedup == "on" or names is None
+        carried = () if deduplicated or names is None else names
+        checked = self._failing_frame(table, keyed, deduplicated, memo=dedup == "auto", carried=carried)
         with _session_conf(checked, {_BATCH_CONF: str(self.batch_rows)}):
             # The check runs once: the quarantine, valid and summary all read this result.
             result = checked.localCheckpoint(eager=True)
         tally = _tally(result)
-        annotated = _annotate(table, keyed, result, tally.failing_keys, reason_column)
+        annotated = _annotate(table, keyed, result, tally.failing, reason_column, carried)
+        extra: dict[str, Any] = {"values_judged": tally.judged, "checked": checked}
+        if deduplicated:
+            extra["failing_distinct"] = tally.failing_with_length
         return Judged(
             units=tally.rows,
             failed=sum(tally.counts.values()),
@@ -174,11 +187,7 @@ class SparkEngine(LakehouseEngine):
             annotated=annotated,
             reason_column=reason_column,
             deduplicated=deduplicated,
-            extra={
-                "values_judged": tally.judged,
-                "failing_distinct": tally.failing_keys_with_length,
-                "checked": checked,
-            },
+            extra=extra,
         )
 
     def failing_frame(self, table: DataFrame, check: RowCheck, *, deduplicated: bool) -> DataFrame:
@@ -194,13 +203,22 @@ class SparkEngine(LakehouseEngine):
         """
         return self._failing_frame(table, _Keyed.of(table, check), deduplicated)
 
-    def _failing_frame(self, table: DataFrame, keyed: _Keyed, deduplicated: bool, memo: bool = False) -> DataFrame:
-        # Spark-side names of the check's columns (mapInArrow can't take a dotted name).
-        sent = _value_names(keyed.names)
+    def _failing_frame(
+        self, table: DataFrame, keyed: _Keyed, deduplicated: bool, memo: bool = False, carried: tuple[str, ...] = ()
+    ) -> DataFrame:
+        """The check pass; with `carried` (the table's columns renamed), failing rows come back whole."""
+        if carried:
+            by_name = dict(zip(table.columns, carried))
+            sent = [by_name[name] for name in keyed.names]
+            values = [column_ref(name).alias(alias) for name, alias in zip(table.columns, carried)]
+            fields = [StructField(alias, f.dataType) for alias, f in zip(carried, table.schema.fields)]
+        else:
+            # Spark-side names of the check's columns (mapInArrow can't take a dotted name).
+            sent = _value_names(keyed.names)
+            values = [column_ref(name).alias(alias) for name, alias in zip(keyed.names, sent)]
+            fields = []
         numbered = table.select(
-            *(keyed.keys[k].alias(k) for k in KEYS),
-            *(column_ref(name).alias(alias) for name, alias in zip(keyed.names, sent)),
-            F.monotonically_increasing_id().alias(ROW),
+            *(keyed.keys[k].alias(k) for k in KEYS), *values, F.monotonically_increasing_id().alias(ROW)
         )
         to_check = numbered
         if deduplicated:
@@ -217,9 +235,10 @@ class SparkEngine(LakehouseEngine):
             counted=deduplicated,
             memo=memo and not deduplicated,
             large_strings=_conf_true(table, _LARGE_VAR_CONF),
+            carried=carried,
         )
-        checked = to_check.mapInArrow(check, _checked_schema(keyed.length_type))
-        if not deduplicated:
+        checked = to_check.mapInArrow(check, _checked_schema(keyed.length_type, fields))
+        if not deduplicated and not carried:
             # The same failing key on many rows comes back once per row: one row per key.
             # The batches' tallies (null reason) fall in one group: their rows add up.
             first_or_total = F.when(F.col(REASON).isNull(), F.sum(ROW)).otherwise(F.min(ROW))

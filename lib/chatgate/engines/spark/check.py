@@ -12,6 +12,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_type
+from pyspark.sql.types import StructField, StructType
 
 from ...rules import RowCheck
 from .. import base
@@ -30,6 +33,8 @@ from .keys import (
 
 VALUE, REASON, COUNT = "__chatgate_value__", "__chatgate_reason__", "__chatgate_n__"
 ROW = "__chatgate_row__"
+CARRIED = "__chatgate_c"
+"""The prefix of the table's columns in the check pass (numbered: mapInArrow parses names)."""
 JUDGED = "__chatgate_judged__"
 MEMO_KEYS = 200_000
 """The most keys a check worker remembers per partition with `dedup="auto"` (about 30 MB)."""
@@ -94,14 +99,16 @@ def check_batches(
     counted: bool,
     large_strings: bool,
     memo: bool = False,
+    carried: tuple[str, ...] = (),
 ) -> Iterator[pa.RecordBatch]:
     """The Python step: the failing rows of each batch, then a tally row of the batch.
 
     Input columns: the key, the check's columns (`names` maps their names here to
     their names in the table), the rows per key (when `counted`) and the first row
     of the key. `check.check` sees a batch of the check's columns only, named as in
-    the table. Output: the key, reason, count and first row of each failing key,
-    and a row with a null key and reason whose count is the number of keys
+    the table. Output: the `carried` columns (the table's, when whole rows come
+    back), key, reason, count and first row of each failing key (or row), and a
+    row with nulls there and in the reason whose count is the number of keys
     checked whose values aren't all null (a missing tuple, or one column's nulls,
     isn't a distinct value) and whose row is the number of source rows they stand for.
     Its `JUDGED` is the number of values `check.check` was given.
@@ -122,7 +129,7 @@ def check_batches(
         else:
             codes, judged = judge.codes(values, _row_keys(batch))
         failing = codes.is_valid()
-        keys = [batch.column(name).filter(failing) for name in KEYS]
+        kept = [batch.column(name).filter(failing) for name in (*carried, *KEYS)]
         reasons = codes.filter(failing).cast(reason_type)
         if counted:
             counts = batch.column(COUNT).filter(failing)
@@ -132,13 +139,13 @@ def check_batches(
         sent = pc.sum(batch.column(COUNT)).as_py() if counted else batch.num_rows
         checked = batch.num_rows - _missing_rows(values)
         columns = [
-            *(pa.concat_arrays([k, pa.nulls(1, k.type)]) for k in keys),
+            *(pa.concat_arrays([k, pa.nulls(1, k.type)]) for k in kept),
             pa.concat_arrays([reasons, pa.nulls(1, reason_type)]),
             pa.concat_arrays([counts, pa.array([checked], pa.int64())]),
             pa.concat_arrays([rows, pa.array([sent], pa.int64())]),
             pa.concat_arrays([pa.nulls(len(reasons), pa.int64()), pa.array([judged], pa.int64())]),
         ]
-        yield pa.RecordBatch.from_arrays(columns, names=[*KEYS, REASON, COUNT, ROW, JUDGED])
+        yield pa.RecordBatch.from_arrays(columns, names=[*carried, *KEYS, REASON, COUNT, ROW, JUDGED])
 
 
 def _codes(check: RowCheck, values: pa.RecordBatch) -> pa.Array:
@@ -197,28 +204,57 @@ def _missing_rows(values: pa.RecordBatch) -> int:
 
 
 def _annotate(
-    table: DataFrame, keyed: _Keyed, result: DataFrame, failing_keys: int, reason_column: str
+    table: DataFrame,
+    keyed: _Keyed,
+    result: DataFrame,
+    failing: int,
+    reason_column: str,
+    carried: tuple[str, ...] = (),
 ) -> DataFrame:
-    """`table` plus the reason of each row: a join on the key with the failing keys, nulls judged natively.
+    """`table` plus the reason of each row.
+
+    When the check sent back whole failing rows (`carried` names the table's
+    columns in `result`), the annotated table is those rows, with their reasons,
+    followed by the table's other rows (an anti-join on the key) with a null
+    reason: reading the failing rows (a quarantine, a repair) reads `result`
+    only, as Spark drops the branch whose reason is a null literal. Otherwise it
+    is a left join on the key with the failing (key, reason) pairs, nulls judged
+    natively.
 
     The failing keys stay on the executors. A broadcast join ships them through the
     driver, so it is asked for only when they are few (`broadcast_limit`); otherwise
     Spark shuffles both sides.
     """
     missing = F.lit(keyed.null_reason).cast("string")
-    if failing_keys == 0:
+    if failing == 0:
         if keyed.present is None:
             return table.withColumn(reason_column, F.lit(None).cast("string"))
         return table.withColumn(reason_column, F.when(~keyed.present, missing).cast("string"))
-    pairs = result.filter(F.col(REASON).isNotNull()).select(*KEYS, REASON)
-    # Spark's own choice could broadcast them anyway (its size estimate of the checkpoint is low).
-    pairs = F.broadcast(pairs) if failing_keys <= broadcast_limit(table) else pairs.hint("shuffle_hash")
+    failed = result.filter(F.col(REASON).isNotNull())
     keys = [keyed.keys[k].alias(k) for k in KEYS]
+    if carried:
+        failing_rows = failed.select(
+            *(F.col(name).alias(column) for name, column in zip(carried, table.columns)),
+            F.col(REASON).alias(reason_column),
+        )
+        failing_keys = _spread(table, failed.filter(F.col(LENGTH).isNotNull()).select(*KEYS), failing)
+        others = table.select("*", *keys).join(failing_keys, on=list(KEYS), how="left_anti")
+        if keyed.present is not None and keyed.null_reason is not None:
+            others = others.filter(keyed.present)  # the nulls failed: Python sent them back
+        passing = others.select(*(column_ref(c) for c in table.columns), F.lit(None).cast("string").alias(reason_column))
+        return failing_rows.union(passing)
+    pairs = _spread(table, failed.select(*KEYS, REASON), failing)
     joined = table.select("*", *keys).join(pairs, on=list(KEYS), how="left")
     reason = F.col(REASON)
     if keyed.present is not None:
         reason = F.when(~keyed.present, missing).otherwise(reason)
     return joined.select(*(column_ref(c) for c in table.columns), reason.alias(reason_column))
+
+
+def _spread(table: DataFrame, failing_keys: DataFrame, count: int) -> DataFrame:
+    """`failing_keys` hinted for the join with `table`: broadcast when few, else shuffled."""
+    # Spark's own choice could broadcast them anyway (its size estimate of the checkpoint is low).
+    return F.broadcast(failing_keys) if count <= broadcast_limit(table) else failing_keys.hint("shuffle_hash")
 
 
 def broadcast_limit(table: DataFrame) -> int:
@@ -247,8 +283,9 @@ class _Tally:
 
     rows: int
     distinct: int
-    failing_keys: int
-    failing_keys_with_length: int
+    failing: int
+    """The failing keys (rows, when the check sent back whole rows)."""
+    failing_with_length: int
     judged: int
     """The values Python judged (with `dedup="auto"`, the repeats a partition's memo answered aren't)."""
     counts: dict[str, int]
@@ -272,8 +309,8 @@ def _tally(result: DataFrame) -> _Tally:
     return _Tally(
         rows=totals["rows"] or 0,
         distinct=totals["distinct"] or 0,
-        failing_keys=totals["failing"] or 0,
-        failing_keys_with_length=totals["with_length"] or 0,
+        failing=totals["failing"] or 0,
+        failing_with_length=totals["with_length"] or 0,
         judged=totals["judged"] or 0,
         counts={row[REASON]: row[COUNT] for row in per_reason},
         first_seen={row[REASON]: row[ROW] for row in per_reason},
@@ -287,8 +324,29 @@ def _value_names(names: tuple[str, ...]) -> list[str]:
     return [f"{VALUE[:-2]}{i}__" for i in range(len(names))]
 
 
-def _checked_schema(length_type: str) -> str:
-    return f"{H1} long, {H2} int, {LENGTH} {length_type}, {REASON} string, {COUNT} long, {ROW} long, {JUDGED} long"
+def _checked_schema(length_type: str, carried: list[StructField] | None = None) -> StructType:
+    """The check's output: the carried columns (nullable: a tally row has none), then the bookkeeping."""
+    length = T.IntegerType() if length_type == "int" else T.LongType()
+    bookkeeping = [
+        (H1, T.LongType()), (H2, T.IntegerType()), (LENGTH, length), (REASON, T.StringType()),
+        (COUNT, T.LongType()), (ROW, T.LongType()), (JUDGED, T.LongType()),
+    ]
+    return StructType(
+        [StructField(f.name, f.dataType, True) for f in carried or []]
+        + [StructField(name, dtype, True) for name, dtype in bookkeeping]
+    )
+
+
+def carried_names(table: DataFrame) -> tuple[str, ...] | None:
+    """Names for the table's columns in the check pass, so whole failing rows come back
+    from it; None when a column's type can't cross to Python in Arrow (the rows then stay,
+    and only keys come back)."""
+    try:
+        for f in table.schema.fields:
+            to_arrow_type(f.dataType)
+    except Exception:  # noqa: BLE001 - pyspark's errors for an unsupported type vary by version
+        return None
+    return tuple(f"{CARRIED}{i}__" for i in range(len(table.columns)))
 
 
 def _check_arguments(
