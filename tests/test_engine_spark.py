@@ -270,7 +270,7 @@ def test_nulls_follow_na_pass(spark, engine, na_pass, dedup):
 @pytest.mark.parametrize("dedup", ["off", "auto"])
 def test_failing_rows_are_read_from_the_check_not_the_source(spark, engine, tmp_path, dedup):
     rows = [(i, v) for i, v in enumerate([_j(("user", "Hi"), ("assistant", "Hello")), "[]", None, "nope"] * 5)]
-    spark.createDataFrame(rows, "id int, messages string").write.parquet(str(tmp_path / "src"))
+    spark.createDataFrame(rows, "id int, messages string").repartition(4).write.parquet(str(tmp_path / "src"))
     df = spark.read.parquet(str(tmp_path / "src"))
     judged = engine.judge(df, "messages", FMT, dedup=dedup)
     failing = engine.failing_rows(judged)
@@ -279,6 +279,8 @@ def test_failing_rows_are_read_from_the_check_not_the_source(spark, engine, tmp_
     assert sorted((r["id"], r["pb_reason_"]) for r in failing.collect()) == sorted(
         (i, expected(v)) for i, v in rows if expected(v) is not None
     )
+    # Few failing rows are read in one partition: a Python pass over them starts one worker task.
+    assert failing.rdd.getNumPartitions() == 1 < df.rdd.getNumPartitions()
     # The passing rows are the source's others: one more scan, never the check again.
     plan = engine.passing_rows(judged)._jdf.queryExecution().executedPlan().toString()
     assert "FileScan" in plan and not re.search(PYTHON_STEP, plan), plan

@@ -38,6 +38,8 @@ CARRIED = "__chatgate_c"
 JUDGED = "__chatgate_judged__"
 MEMO_KEYS = 200_000
 """The most keys a check worker remembers per partition with `dedup="auto"` (about 30 MB)."""
+FAILING_ROWS_PER_PARTITION = 25_000
+"""Failing rows per partition of an annotated table's failing side (fewer partitions are merged)."""
 FAILING_KEY_BYTES = 64
 """About what one failing (key, reason) pair weighs in a broadcast (two hashes, a length, a code)."""
 _BATCH_CONF = "spark.sql.execution.arrow.maxRecordsPerBatch"
@@ -237,6 +239,10 @@ def _annotate(
             *(F.col(name).alias(column) for name, column in zip(carried, table.columns)),
             F.col(REASON).alias(reason_column),
         )
+        # Each Python task costs a worker's start-up: the passes over the failing rows (where
+        # each problem is, the repairs) take partitions of about FAILING_ROWS_PER_PARTITION rows.
+        # (coalesce never adds partitions.)
+        failing_rows = failing_rows.coalesce(-(-failing // FAILING_ROWS_PER_PARTITION))
         failing_keys = _spread(table, failed.filter(F.col(LENGTH).isNotNull()).select(*KEYS), failing)
         others = table.select("*", *keys).join(failing_keys, on=list(KEYS), how="left_anti")
         if keyed.present is not None and keyed.null_reason is not None:
