@@ -701,3 +701,32 @@ def test_memo_gives_every_row_its_own_code_and_judges_each_key_once(monkeypatch)
     new = pa.record_batch([pa.array([_j(("user", "x"), ("assistant", "y"))] * 2)], names=["messages"])
     codes, judged = memo.codes(new, [(9, 9, 9)] * 2)
     assert codes.to_pylist() == [None, None] and judged == 1 and (9, 9, 9) not in memo.known
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("dedup", ["off", "auto", "on"])
+def test_failing_rows_come_back_with_every_column_type_intact(spark, engine, dedup):
+    import datetime as dt
+    from decimal import Decimal
+
+    schema = (
+        "id int, flag boolean, small tinyint, big bigint, ratio double, price decimal(12,3), day date, "
+        "at timestamp, local timestamp_ntz, raw binary, tags array<string>, scores map<string,int>, "
+        "meta struct<source:string,turns:int>, messages string"
+    )
+    values = [_j(("user", "Hi"), ("assistant", "Hello")), "[]", None, _j(("bot", "x"))]
+    rows = [
+        (
+            i, i % 2 == 0, i, 2**40 + i, i / 3, Decimal(f"{i}.125"), dt.date(2026, 1, 1 + i),
+            dt.datetime(2026, 1, 1, 12, i, tzinfo=dt.timezone.utc), dt.datetime(2026, 1, 1, 8, i),
+            bytes([i, 0, 255]), [f"t{i}", None], {"a": i}, {"source": f"s{i}", "turns": None}, value,
+        )
+        for i, value in enumerate(values * 2)
+    ]
+    df = spark.createDataFrame(rows, schema)
+    judged = engine.judge(df, "messages", FMT, dedup=dedup)
+    assert judged.annotated.schema.simpleString() == f"struct<{schema.replace(', ', ',').replace(' ', ':')},pb_reason_:string>"
+    want = {row["id"]: (*row, expected(row["messages"])) for row in df.collect()}
+    assert {r["id"]: tuple(r) for r in judged.annotated.collect()} == want
+    failing = {r["id"]: tuple(r) for r in engine.failing_rows(judged).collect()}
+    assert failing == {i: row for i, row in want.items() if row[-1] is not None}
