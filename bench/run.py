@@ -41,19 +41,18 @@ def embedded_peak_memory(source: str, dedup: str = "auto") -> dict:
     """Peak RSS (bytes) of a fresh process running the embedded job on `source` (default settings),
     and of its largest check worker process (as the pool logs it: the kernel's VmHWM)."""
     code = (
-        "import logging, tempfile; from pathlib import Path; from bench import paths; "
+        "import logging, os, tempfile; from pathlib import Path; from bench import paths; "
+        "from chatgate.engines.workers import peak_memory; "
         "logging.basicConfig(level=logging.INFO, format='%(message)s'); "
         f"paths.job('duckdb', {source!r}, Path(tempfile.mkdtemp()), dedup={dedup!r}); "
-        # VmHWM, not ru_maxrss: Linux carries the forking parent's RSS into a child's ru_maxrss
-        # across exec, and this harness's process holds gigabytes by then.
-        "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM:')))"
+        "print(peak_memory(os.getpid()))"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], check=True, capture_output=True, text=True,
         cwd=Path(__file__).resolve().parents[1],
     )
     workers = [int(line.split()[-2]) * 2**20 for line in done.stderr.splitlines() if "check workers' peak" in line]
-    return {"job_bytes": int(done.stdout.split()[-1]) * 1024, "largest_worker_bytes": max(workers, default=0)}
+    return {"job_bytes": int(done.stdout.split()[-1]), "largest_worker_bytes": max(workers, default=0)}
 
 
 def check_batch_alone(source: str, rows: int = 200_000) -> dict:

@@ -293,18 +293,18 @@ def _peak_rss(source: str, dedup: str, tmp_path: Path) -> int:
     """The job's peak RSS in a fresh process, plus its largest check worker's (as the pool logs it)."""
     out = tmp_path / f"out-{Path(source).name}-{dedup}"
     code = (
-        "import logging\n"
+        "import logging, os\n"
         "logging.basicConfig(level=logging.INFO, format='%(message)s')\n"
         "from chatgate.cli import main\n"
+        "from chatgate.engines.workers import peak_memory\n"
         f"main(['run', '--source', {source!r}, '--column', 'messages', '--dedup', {dedup!r},\n"
         f"      '--quarantine', {str(out / 'q')!r}, '--summary', {str(out / 's')!r}, '--quiet'])\n"
-        # VmHWM, not ru_maxrss: a child's ru_maxrss starts at its forking parent's RSS (pytest's here).
-        "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM:')))\n"
+        "print(peak_memory(os.getpid()))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     workers = [int(line.split()[-2]) for line in done.stderr.splitlines() if "check workers' peak memory" in line]
     assert workers, done.stderr[-2000:]  # the check ran in worker processes
-    return int(done.stdout.split()[-1]) * 1024 + max(workers) * 2**20
+    return int(done.stdout.split()[-1]) + max(workers) * 2**20
 
 
 @pytest.mark.slow

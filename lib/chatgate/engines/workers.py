@@ -54,6 +54,22 @@ _END = object()
 _HEADER = struct.Struct(">Q")
 
 
+def peak_memory(pid: int) -> int | None:
+    """A process's peak resident memory since it started (Linux's VmHWM), in bytes; None elsewhere.
+
+    Not `getrusage`: a child's figure starts at its forking parent's resident memory
+    (the pages the fork copied count until `exec`, and Linux carries them across it).
+    """
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return None
+
+
 class CheckPool:
     """`workers` processes that judge batches with `check`; use it as a context manager."""
 
@@ -134,19 +150,8 @@ class _Worker:
         return item
 
     def peak_memory(self) -> int | None:
-        """The worker's peak resident memory since it started (Linux), in bytes.
-
-        Not `getrusage`: its children's figure counts a worker's pages from before
-        `exec`, which are the engine's own (the fork copies them).
-        """
-        try:
-            with open(f"/proc/{self.process.pid}/status", encoding="ascii") as status:
-                for line in status:
-                    if line.startswith("VmHWM:"):
-                        return int(line.split()[1]) * 1024
-        except (OSError, ValueError):
-            pass
-        return None
+        """The worker's peak resident memory since it started (Linux), in bytes."""
+        return peak_memory(self.process.pid)
 
     def close(self) -> None:
         try:
