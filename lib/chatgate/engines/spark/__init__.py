@@ -168,8 +168,8 @@ class SparkEngine(LakehouseEngine):
         keyed = _Keyed.of(table, check, dedup, reason_column)
         names = carried_names(table)
         # A table with a column Arrow can't carry is grouped by key, whatever the dedup.
-        deduplicated = dedup == "on" or names is None
-        carried = () if deduplicated or names is None else names
+        carried = names if names is not None and dedup != "on" else ()
+        deduplicated = not carried
         checked = self._failing_frame(table, keyed, deduplicated, memo=dedup == "auto", carried=carried)
         with _session_conf(checked, {_BATCH_CONF: str(self.batch_rows)}):
             # The check runs once: the quarantine, valid and summary all read this result.
@@ -211,7 +211,8 @@ class SparkEngine(LakehouseEngine):
             by_name = dict(zip(table.columns, carried))
             sent = [by_name[name] for name in keyed.names]
             values = [column_ref(name).alias(alias) for name, alias in zip(table.columns, carried)]
-            fields = [StructField(alias, f.dataType) for alias, f in zip(carried, table.schema.fields)]
+            # Nullable, whatever the table says: a batch's tally row has none of them.
+            fields = [StructField(alias, f.dataType, True) for alias, f in zip(carried, table.schema.fields)]
         else:
             # Spark-side names of the check's columns (mapInArrow can't take a dotted name).
             sent = _value_names(keyed.names)

@@ -331,16 +331,13 @@ def _value_names(names: tuple[str, ...]) -> list[str]:
 
 
 def _checked_schema(length_type: str, carried: list[StructField] | None = None) -> StructType:
-    """The check's output: the carried columns (nullable: a tally row has none), then the bookkeeping."""
+    """The check's output: the carried columns, then the bookkeeping."""
     length = T.IntegerType() if length_type == "int" else T.LongType()
     bookkeeping = [
         (H1, T.LongType()), (H2, T.IntegerType()), (LENGTH, length), (REASON, T.StringType()),
         (COUNT, T.LongType()), (ROW, T.LongType()), (JUDGED, T.LongType()),
     ]
-    return StructType(
-        [StructField(f.name, f.dataType, True) for f in carried or []]
-        + [StructField(name, dtype, True) for name, dtype in bookkeeping]
-    )
+    return StructType([*(carried or []), *(StructField(name, dtype, True) for name, dtype in bookkeeping)])
 
 
 def carried_names(table: DataFrame) -> tuple[str, ...] | None:
