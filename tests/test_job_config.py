@@ -68,7 +68,7 @@ def test_per_column_checks_override_defaults():
         ({k: v for k, v in BASE.items() if k != "source"}, {}, "source"),
         ({k: v for k, v in BASE.items() if k != "columns"}, {}, "columns"),
         ({**BASE, "columns": [{"last_role": "user"}]}, {}, "columns[1]"),
-        (BASE, {"quarantine": "lake/chats"}, "can't be the source"),
+        (BASE, {"quarantine": "lake/chats"}, "is the source table itself"),
         (BASE, {"summary": "lake/q"}, "its own table"),
     ],
 )

@@ -33,6 +33,7 @@ from ..rules import (
 from ..rules.options import chat_options, from_text, kind_of
 from ..step_params import TURNS, Turns
 from ..thresholds import Thresholds
+from .locations import check_locations
 
 ENGINES = ("duckdb", "spark")
 _CHECK_KEYS = tuple(f.name for f in fields(ChatFormat))
@@ -99,6 +100,8 @@ class EmbeddedConfig:
     def __post_init__(self) -> None:
         if self.memory_limit is not None and not _MEMORY.fullmatch(str(self.memory_limit)):
             raise ConfigError(f"memory_limit: {self.memory_limit!r} isn't a size such as 512MB or 2GB")
+        if self.temp_directory is not None and not str(self.temp_directory).strip():
+            raise ConfigError(f"temp_directory: {self.temp_directory!r} is empty; name a folder, or leave the key out")
         if self.threads is not None and (
             isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1
         ):
@@ -111,9 +114,9 @@ class EmbeddedConfig:
     def resolved(self) -> dict[str, Any]:
         """Every setting, chatgate's defaults where none was given."""
         return {
-            "memory_limit": self.memory_limit or DEFAULT_MEMORY_LIMIT,
-            "threads": self.threads or os.cpu_count() or 1,
-            "temp_directory": self.temp_directory or default_temp_directory(),
+            "memory_limit": DEFAULT_MEMORY_LIMIT if self.memory_limit is None else self.memory_limit,
+            "threads": (os.cpu_count() or 1) if self.threads is None else self.threads,
+            "temp_directory": default_temp_directory() if self.temp_directory is None else self.temp_directory,
         }
 
 
@@ -174,11 +177,12 @@ class JobConfig:
             raise ConfigError("fix: name the repairs that make the fixed table (--fix safe, or a list of repairs)")
         if self.valid_includes_fixed and not (self.fix and self.outputs.valid):
             raise ConfigError("valid_includes_fixed: needs both --fix and --valid")
-        outputs = {k: v for k, v in vars(self.outputs).items() if v}
-        if self.source in outputs.values():
-            raise ConfigError("outputs: an output can't be the source table itself")
-        if len(set(outputs.values())) != len(outputs):
-            raise ConfigError(f"outputs: each output needs its own table; got {outputs}")
+        check_locations(self.tables(), catalog_names=self.engine == "spark")
+
+    def tables(self) -> list[tuple[str, str]]:
+        """The source, then each output: `(role, target)`."""
+        outputs = [(role, target) for role, target in vars(self.outputs).items() if target is not None]
+        return [("source", self.source), *outputs]
 
 
 def check_run_id(run_id: str) -> None:
@@ -231,54 +235,68 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return raw
 
 
+_UNSET: Any = object()
+
+
+def _given(overrides: dict[str, Any], raw: dict[str, Any], key: str, default: Any = None, *, flag: str = "") -> Any:
+    """The flag's value when it was given, else the YAML key's when the key is there, else `default`.
+
+    "Given" means set, never truthy: `run_id: 0`, `threads: 0` or `valid: ""` are values,
+    which the key's own check then takes or refuses by name.
+    """
+    value = overrides.get(flag or key)
+    if value is not None:
+        return value
+    return raw.get(key, default)
+
+
 def build_config(raw: dict[str, Any], overrides: dict[str, Any]) -> JobConfig:
     """Merge the YAML mapping and the flags, then check every key."""
     unknown = set(raw) - TOP_KEYS
     if unknown:
         raise ConfigError(f"unknown key {sorted(unknown)[0]!r} in the config; known keys: {sorted(TOP_KEYS)}")
-    checks = dict(_mapping(raw.get("checks"), "checks"))
-    for key in _CHECK_KEYS:
-        if overrides.get(key) is not None:
-            checks[key] = overrides[key]
-    outputs = dict(_mapping(raw.get("outputs"), "outputs"))
-    for key in _OUTPUT_KEYS:
-        if overrides.get(key):
-            outputs[key] = overrides[key]
-    thresholds = dict(_mapping(raw.get("thresholds"), "thresholds"))
-    for key in ("warning", "error", "critical"):
-        if overrides.get(key) is not None:
-            thresholds[key] = overrides[key]
-    columns = overrides.get("columns") or raw.get("columns")
-    dataset = dict(_mapping(raw.get("dataset"), "dataset"))
-    for key, flag in (("type", "dataset_type"), ("format", "dataset_format")):
-        if overrides.get(flag):
-            dataset[key] = overrides[flag]
-    column_extras = {k: overrides[k] for k in _COLUMN_KEYS if overrides.get(k)}
-    source = overrides.get("source") or raw.get("source")
-    if not source:
+    checks = _merged(_mapping(raw.get("checks"), "checks"), overrides, _CHECK_KEYS)
+    outputs = _merged(_mapping(raw.get("outputs"), "outputs"), overrides, _OUTPUT_KEYS)
+    thresholds = _merged(_mapping(raw.get("thresholds"), "thresholds"), overrides, ("warning", "error", "critical"))
+    columns = _given(overrides, raw, "columns")
+    dataset = _merged(_mapping(raw.get("dataset"), "dataset"), overrides, ("type", "format"), prefix="dataset_")
+    column_extras = {k: overrides[k] for k in _COLUMN_KEYS if overrides.get(k) is not None}
+    source = _given(overrides, raw, "source")
+    if source is None:
         raise ConfigError("source: name the table to check (--source PATH or a catalog table)")
+    run_id = _given(overrides, raw, "run_id", _UNSET)
     return JobConfig(
-        source=_text("source", source),
-        steps=_steps(columns, checks, column_extras) if columns or not dataset else (),
+        source=_named_text("source", source),
+        steps=_steps(columns, checks, column_extras) if columns is not None or not dataset else (),
         outputs=_outputs(outputs),
         dataset=_dataset(dataset, checks) if dataset else None,
-        engine=overrides.get("engine") or raw.get("engine") or "duckdb",
-        run_id=_text("run_id", overrides.get("run_id") or raw.get("run_id") or ""),
-        source_version=_source_version(
-            overrides["source_version"] if overrides.get("source_version") is not None else raw.get("source_version")
-        ),
+        engine=_given(overrides, raw, "engine", "duckdb"),
+        run_id=new_run_id() if run_id is _UNSET or run_id is None else _named_text("run_id", run_id),
+        source_version=_source_version(_given(overrides, raw, "source_version")),
         thresholds=_thresholds(thresholds),
-        dedup=_dedup(overrides.get("dedup") or raw.get("dedup", "auto")),
+        dedup=_dedup(_given(overrides, raw, "dedup", "auto")),
         embedded=_embedded(raw, overrides),
-        turns=overrides.get("turns") or raw.get("turns") or "first",
-        fix=_fix(overrides.get("fix") or raw.get("fix")),
-        valid_includes_fixed=_flag(
-            "valid_includes_fixed",
-            overrides["valid_includes_fixed"]
-            if overrides.get("valid_includes_fixed") is not None
-            else raw.get("valid_includes_fixed", False),
-        ),
+        turns=_given(overrides, raw, "turns", "first"),
+        fix=_fix(_given(overrides, raw, "fix")),
+        valid_includes_fixed=_flag("valid_includes_fixed", _given(overrides, raw, "valid_includes_fixed", False)),
     )
+
+
+def _merged(
+    section: dict[str, Any], overrides: dict[str, Any], keys: tuple[str, ...], *, prefix: str = ""
+) -> dict[str, Any]:
+    """A config section with the flags of its `keys` (named `prefix` + key) that were given on top."""
+    merged = dict(section)
+    merged.update({key: overrides[prefix + key] for key in keys if overrides.get(prefix + key) is not None})
+    return merged
+
+
+def _named_text(key: str, value: Any) -> str:
+    """`_text`, and not empty: an empty name or id would be taken for no name at all."""
+    text = _text(key, value)
+    if not text.strip():
+        raise ConfigError(f"{key}: {value!r} is empty; give a value, or leave the key out")
+    return text
 
 
 def _fix(value: Any) -> tuple[str, ...]:
@@ -415,9 +433,9 @@ def _outputs(outputs: dict[str, Any]) -> OutputConfig:
     if unknown:
         raise ConfigError(f"outputs: unknown key {sorted(unknown)[0]!r}; known keys: {', '.join(_OUTPUT_KEYS)}")
     for key in ("quarantine", "summary"):
-        if not outputs.get(key):
+        if outputs.get(key) is None:
             raise ConfigError(f"outputs.{key}: name where to write the {key} table (--{key} PATH)")
-    return OutputConfig(**{k: _text(f"outputs.{k}", v) for k, v in outputs.items() if v})
+    return OutputConfig(**{k: _named_text(f"outputs.{k}", v) for k, v in outputs.items() if v is not None})
 
 
 def _thresholds(values: dict[str, Any]) -> Thresholds:
@@ -440,3 +458,35 @@ def parse_level(level: str, value: Any) -> int | float | None:
     except ValueError:
         raise ConfigError(f"thresholds.{level}: {value!r} is neither a count nor a fraction") from None
 
+
+
+@dataclass(frozen=True)
+class CleanConfig:
+    """What `chatgate clean` removes: the rows of one run id from the output tables named."""
+
+    run_id: str
+    tables: dict[str, str]
+    """Output role (quarantine, summary, valid, fixed) -> target."""
+    engine: str = "duckdb"
+
+
+def load_clean_config(path: str | Path | None, overrides: dict[str, Any]) -> CleanConfig:
+    """The run id and output tables of `chatgate clean`: the flags, on top of a job config's outputs."""
+    raw = _read_yaml(Path(path)) if path is not None else {}
+    outputs = _merged(_mapping(raw.get("outputs"), "outputs"), overrides, _OUTPUT_KEYS)
+    unknown = set(outputs) - set(_OUTPUT_KEYS)
+    if unknown:
+        raise ConfigError(f"outputs: unknown key {sorted(unknown)[0]!r}; known keys: {', '.join(_OUTPUT_KEYS)}")
+    tables = {k: _named_text(f"outputs.{k}", v) for k, v in outputs.items() if v is not None}
+    if not tables:
+        raise ConfigError("name the tables to clean (--quarantine, --summary, --valid, --fixed, or --config FILE)")
+    run_id = overrides.get("run_id")
+    if run_id is None:
+        raise ConfigError("run_id: name the run whose rows to delete (--run-id ID)")
+    run_id = _named_text("run_id", run_id)
+    check_run_id(run_id)
+    engine = _given(overrides, raw, "engine", "duckdb")
+    if engine not in ENGINES:
+        raise ConfigError(f"engine: {engine!r} isn't one of {list(ENGINES)}")
+    check_locations(list(tables.items()), catalog_names=engine == "spark")
+    return CleanConfig(run_id=run_id, tables=tables, engine=engine)
