@@ -13,7 +13,7 @@ from typing import Any
 
 from . import __version__
 from .engines.base import DEDUP_MODES
-from .errors import ChatgateError, ConfigError
+from .errors import ConfigError, one_line
 from .job.config import DEFAULT_MEMORY_LIMIT, ENGINES, load_config
 from .job.runner import EXIT_CRITICAL, EXIT_ERROR, EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from .rules import FORMATS
@@ -44,6 +44,15 @@ def build_parser(prog: str = "chatgate") -> argparse.ArgumentParser:
             help="check a table and write quarantine, summary, valid",
             description="Check the chat columns of a table and write the quarantine, summary and valid tables.",
             epilog=RUN_EPILOG,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            allow_abbrev=False,
+        )
+    )
+    add_clean_arguments(
+        commands.add_parser(
+            "clean",
+            help="delete one run's rows from the output tables (after a run that couldn't take them back)",
+            description=CLEAN_DESCRIPTION,
             formatter_class=argparse.RawDescriptionHelpFormatter,
             allow_abbrev=False,
         )
@@ -121,6 +130,51 @@ def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return p
 
 
+CLEAN_DESCRIPTION = """\
+Delete the rows of one run id from the output tables: what a failed run does itself,
+for the case where it could not (its error names the tables and gives this command).
+The summary's rows go first, so the run stops counting as complete before its other
+rows go. Other runs' rows are never touched, and a table that doesn't exist is skipped.
+
+example:
+  chatgate clean --run-id nightly-42 --quarantine lake/chat_quarantine --summary lake/chat_summary
+"""
+
+
+def add_clean_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    p.add_argument("--run-id", dest="run_id", required=True, help="the run whose rows to delete")
+    p.add_argument("--config", metavar="FILE", help="take the output tables (and engine) from this job config")
+    p.add_argument("--engine", choices=ENGINES, help="duckdb (default) or spark")
+    for name in ("quarantine", "summary", "valid", "fixed"):
+        p.add_argument(f"--{name}", help=f"the {name} table")
+    p.add_argument("--debug", action="store_true", help="on failure, print the whole traceback")
+    return p
+
+
+def clean_from_args(args: argparse.Namespace) -> int:
+    """Delete one run's rows from the tables the flags (or the config) name; one line per table."""
+    from .job.config import EmbeddedConfig, load_clean_config
+    from .job.runner import clean_run, lakehouse_engine
+
+    try:
+        config = load_clean_config(args.config, vars(args))
+        engine = lakehouse_engine(config.engine, EmbeddedConfig())
+        done = clean_run(engine, config.tables, config.run_id)
+    except ConfigError as exc:
+        print(f"chatgate: config error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as exc:  # noqa: BLE001 - one line for users; --debug shows the traceback
+        if args.debug:
+            raise
+        print(f"chatgate: error: {one_line(exc)}", file=sys.stderr)
+        return EXIT_FAILURE
+    for target in done:
+        print(f"deleted the rows of run {config.run_id!r} from {target}")
+    if not done:
+        print(f"no table to clean: none of {sorted(config.tables.values())} exists")
+    return EXIT_OK
+
+
 def add_check_flags(p: argparse.ArgumentParser) -> None:
     """One flag per option of the check, derived from ChatFormat: `--name VALUE`, or `--name/--no-name`."""
     for option in chat_options():
@@ -177,12 +231,6 @@ def run_from_args(args: argparse.Namespace) -> int:
     return result.exit_status
 
 
-def one_line(error: BaseException) -> str:
-    """What a user reads of a failure: ours as written, anyone else's with its type, on one line."""
-    text = " ".join(str(error).split()) or "(no message)"
-    return text if isinstance(error, ChatgateError) else f"{type(error).__name__}: {text} (rerun with --debug for details)"
-
-
 def _exit_on_sigterm(signum: int, frame: Any) -> None:
     # Orchestrators stop a task with SIGTERM: unwinding lets a run delete the rows it wrote.
     raise SystemExit(128 + signum)
@@ -192,6 +240,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "report":
         return report_from_args(args)
+    if args.command == "clean":
+        return clean_from_args(args)
     return run_from_args(args)
 
 

@@ -23,7 +23,7 @@ from typing import Any
 import pyarrow as pa
 
 from .. import __version__
-from ..errors import ConfigError, OutputError
+from ..errors import ChatgateError, ConfigError, OutputError
 from .base import Engine
 
 
@@ -95,6 +95,15 @@ class LakehouseEngine(Engine):
     @abstractmethod
     def is_conflict(self, error: BaseException) -> bool:
         """Did a write lose a race with another writer's commit (worth retrying)?"""
+
+    def explain(self, error: BaseException) -> ChatgateError | None:
+        """A one-line error for a failure this engine recognises (out of memory, a full disk, a
+        corrupt Delta log), naming the cause and the setting to change; None for any other.
+
+        The run raises it in place of `error` (chained to it, for --debug), so no engine
+        frame, panic or socket error reaches the user as the reason a run failed.
+        """
+        return None
 
 
 def pinned_version(source: str, latest: int | None, asked: int | None) -> int | None:

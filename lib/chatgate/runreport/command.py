@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from ..errors import one_line
 from ..job.runner import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from .load import DEFAULT_CHARS, DEFAULT_EXAMPLES, DEFAULT_RUNS
 
@@ -93,8 +94,6 @@ def _count(least: int) -> Callable[[str], int]:
 
 def report_from_args(args: argparse.Namespace) -> int:
     """Make the report the flags ask for; one line on standard error when it can't be made."""
-    from ..cli import one_line
-
     if not args.json and not args.out:
         print(
             "chatgate: error: the HTML page needs --out FILE (or pass --json for standard output)",
