@@ -199,3 +199,96 @@ def test_the_example_config_documents_every_key():
     )
     assert sorted(keys - written) == []
     assert all(kind in text for kind in DATASET_TYPES)
+
+
+# -- every key merged on "is set", never on truthiness ------------------------------------------
+
+FALSY = [0, False, ""]
+
+
+def _every_key() -> list[tuple[str, ...]]:
+    """Each key a config can hold, as its path: top keys, then each section's own keys."""
+    from dataclasses import fields as dataclass_fields
+
+    from chatgate.job import config as job_config
+    from chatgate.rules import ChatFormat
+
+    sections = {
+        "outputs": job_config._OUTPUT_KEYS,
+        "embedded": job_config._EMBEDDED_KEYS,
+        "thresholds": ("warning", "error", "critical"),
+        "dataset": tuple(sorted(job_config._DATASET_KEYS)),
+        "checks": tuple(f.name for f in dataclass_fields(ChatFormat)),
+    }
+    plain = [(key,) for key in sorted(job_config.TOP_KEYS) if key not in sections]
+    return plain + [(section, key) for section, keys in sections.items() for key in keys]
+
+
+def _with(path: tuple[str, ...], value) -> dict:
+    raw = {**BASE, "outputs": dict(BASE["outputs"])}
+    if len(path) == 1:
+        raw[path[0]] = value
+    else:
+        raw[path[0]] = {**raw.get(path[0], {}), path[1]: value}
+    return raw
+
+
+def _held(config, path: tuple[str, ...]):
+    """What the config made of the key at `path`."""
+    section, key = (path[0], path[-1])
+    if len(path) == 1:
+        return {
+            "columns": [s.column for s in config.steps],
+            "dataset": config.dataset,
+        }.get(key, getattr(config, key, None))
+    if section == "checks":
+        return getattr(config.steps[0].fmt, key)
+    if section == "dataset":
+        return getattr(config.dataset, key, None)
+    return getattr(getattr(config, section), key)
+
+
+@pytest.mark.parametrize("path", _every_key(), ids="/".join)
+@pytest.mark.parametrize("value", FALSY, ids=repr)
+def test_a_falsy_value_is_taken_or_refused_by_name_never_dropped(path, value):
+    """`run_id: 0` stays "0"; `threads: 0` is refused naming threads; nothing falls back to a default unsaid."""
+    key = path[-1]
+    try:
+        config = build_config(_with(path, value), {})
+    except ConfigError as exc:
+        # Refused: the message names the key (or, for a name, the thing it names).
+        assert key in str(exc) or path[0] in str(exc), (path, value, str(exc))
+        return
+    held = _held(config, path)
+    expected = {
+        ("run_id",): str(value),
+        ("source",): str(value),
+        ("source_version",): value,
+        ("dedup",): "off" if value is False else value,
+        ("fix",): (),
+        ("valid_includes_fixed",): value,
+    }
+    if path in expected:
+        assert held == expected[path], (path, value, held)
+    elif path[0] == "thresholds":
+        assert held == value
+    elif path[0] == "outputs":
+        assert held == str(value)  # a table named "0"
+    elif path[0] == "checks":
+        assert held in (value, (), None) or held == type(held)(value), (path, value, held)
+    else:
+        assert held == value, (path, value, held)
+
+
+@pytest.mark.parametrize(
+    "flag, value, check",
+    [
+        ("run_id", "0", lambda c: c.run_id == "0"),
+        ("source_version", 0, lambda c: c.source_version == 0),
+        ("valid_includes_fixed", False, lambda c: c.valid_includes_fixed is False),
+    ],
+)
+def test_a_falsy_flag_overrides_the_yaml(flag, value, check):
+    raw = {**BASE, "run_id": "yaml-id", "source_version": 3, "thresholds": {"warning": 0.5}, "valid_includes_fixed": True}
+    raw = {**raw, "fix": "safe", "outputs": {**BASE["outputs"], "fixed": "lake/f", "valid": "lake/v"}}
+    assert check(build_config(raw, {flag: value}))

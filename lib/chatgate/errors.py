@@ -19,7 +19,9 @@ class OutputError(ChatgateError):
     """An output table can't be written, or clashes with the source."""
 
 
-def one_line(error: BaseException) -> str:
+def one_line(error: BaseException, *, debug_hint: bool = True) -> str:
     """What a user reads of a failure: ours as written, anyone else's with its type, on one line."""
     text = " ".join(str(error).split()) or "(no message)"
-    return text if isinstance(error, ChatgateError) else f"{type(error).__name__}: {text} (rerun with --debug for details)"
+    if isinstance(error, ChatgateError):
+        return text
+    return f"{type(error).__name__}: {text}" + (" (rerun with --debug for details)" if debug_hint else "")

@@ -142,6 +142,11 @@ def local_target_state(target: str) -> str:
             if parent.is_file():
                 where = "is a file" if parent == path else f"is under {str(parent)!r}, which is a file"
                 raise OutputError(f"can't write a Delta table at {target!r}: it {where}; choose another path")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise OutputError(
+                    f"can't write a Delta table at {target!r}: this user may not write in {str(parent)!r}; "
+                    "choose another path or change the folder's permissions"
+                )
             break
     if not path.exists():
         return "absent"

@@ -403,6 +403,8 @@ def _steps(columns: Any, checks: dict[str, Any], extras: dict[str, Any]) -> tupl
             raise ConfigError(f"columns[{n}]: must be a column name or a mapping with 'name', not {item!r}")
         own = {**extras, **own}
         where = f"columns[{n}] ({name})"
+        if not name.strip():
+            raise ConfigError(f"columns[{n}]: {name!r} is empty; name a chat column")
         placed = {k: own.pop(k) for k in _COLUMN_KEYS if k in own}
         fmt = _fmt({**checks, **own}, where)
         try:

@@ -10,9 +10,32 @@ from typing import Any
 import pyarrow as pa
 
 from ..engines.base import Judged
-from ..names import CHECKED_AT, COLUMN, REASON, RUN_ID, STEP, STEP_REASON_PREFIX
+from ..names import (
+    CHECKED_AT,
+    COLUMN,
+    FIXES,
+    MESSAGE,
+    REASON,
+    REASON_BEFORE,
+    REASONS,
+    RUN_ID,
+    STEP,
+    STEP_REASON_PREFIX,
+)
 
 __all__ = ["CHECKED_AT", "COLUMN", "REASON", "RUN_ID", "STEP", "STEP_REASON_PREFIX"]
+
+ADDED_COLUMNS: dict[str, tuple[str, ...]] = {
+    "quarantine": (REASON, MESSAGE, REASONS, STEP, COLUMN, RUN_ID, CHECKED_AT),
+    "fixed": (REASON_BEFORE, FIXES, RUN_ID),
+    "valid": (RUN_ID,),
+}
+"""What each row output adds after the source's columns, in order."""
+
+
+def output_columns(output: str, source_columns: list[str]) -> list[str]:
+    """The columns of a row output (quarantine, fixed, valid) of a source with `source_columns`."""
+    return [*source_columns, *ADDED_COLUMNS[output]]
 
 SUMMARY_RUN_ID = "run_id"
 """The summary's run id column: a run is complete once its summary rows exist."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import logging
 import random
+import shlex
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -28,6 +29,7 @@ from typing import Any, TypeVar
 import pyarrow as pa
 
 from ..engines.lakehouse import LakehouseEngine, schema_mismatch
+from ..errors import OutputError, one_line
 from ..names import (
     CHECKED_AT,
     COLUMN,
@@ -47,10 +49,11 @@ from ..rules.locate_rows import ROW_PROBLEM_TYPE
 from ..rules.table import TableCheck
 from ..step_params import Turns
 from ..steps import TABLE_COLUMN
-from .config import JobConfig
+from .config import EmbeddedConfig, JobConfig
 from .fixes import BEFORE, FixPlan, fixed_as_valid, fixed_output, repair_failing, step_fix_counts
 from .hints import run_hints
-from .outputs import SUMMARY_RUN_ID, SUMMARY_SCHEMA, StepResult, summary_table
+from .limits import check_memory_limits
+from .outputs import SUMMARY_RUN_ID, SUMMARY_SCHEMA, StepResult, output_columns, summary_table
 
 log = logging.getLogger("chatgate.job")
 
@@ -106,20 +109,40 @@ class _Output:
 
 def engine_for_job(config: JobConfig) -> LakehouseEngine:
     """The lakehouse engine the config names, imported only when asked for."""
-    if config.engine == "spark":
+    return lakehouse_engine(config.engine, config.embedded)
+
+
+def lakehouse_engine(name: str, embedded: EmbeddedConfig) -> LakehouseEngine:
+    """The lakehouse engine called `name` (one of config.ENGINES), imported only when asked for."""
+    if name == "spark":
         from ..engines.spark import SparkEngine
 
         return SparkEngine()
     from ..engines.ibis.duckdb import DuckDBEngine
     from ..engines.tables import duckdb_connection
 
-    settings = config.embedded.resolved()
+    settings = embedded.resolved()
+    check_memory_limits(settings["memory_limit"], settings["threads"])
     return DuckDBEngine(con=duckdb_connection(**settings), workers=settings["threads"])
 
 
 def run(config: JobConfig, engine: LakehouseEngine | None = None) -> RunResult:
-    """Run the job described by `config`; returns what it found and wrote."""
+    """Run the job described by `config`; returns what it found and wrote.
+
+    A failure the engine recognises (out of memory, a full disk, a corrupt log) is raised
+    as the engine's one-line explanation of it, chained to the original.
+    """
     engine = engine or engine_for_job(config)
+    try:
+        return _run(config, engine)
+    except Exception as error:
+        explained = engine.explain(error)
+        if explained is None:
+            raise
+        raise explained from error
+
+
+def _run(config: JobConfig, engine: LakehouseEngine) -> RunResult:
     started_at = datetime.now(timezone.utc)
     table, source_version = engine.open_source(config.source, config.source_version)
     source_columns = engine.columns(table)
@@ -132,6 +155,8 @@ def run(config: JobConfig, engine: LakehouseEngine | None = None) -> RunResult:
             prefix=STEP_REASON_PREFIX,
             table=f"the source {config.source!r}",
         )
+    # Everything about the outputs that needs no data, before the check pass reads any.
+    check_targets(engine, config, source_columns)
 
     annotated = table
     results: list[StepResult] = []
@@ -168,7 +193,6 @@ def run(config: JobConfig, engine: LakehouseEngine | None = None) -> RunResult:
             if repaired is not None:
                 failing = engine.where_reason(repaired, BEFORE, present=False)
             outputs = _outputs(engine, config, annotated, failing, repaired, plan, source_columns, results, checks)
-            _check_targets(engine, outputs, config.outputs.summary)
             if plan is not None and repaired is not None:
                 _count_fixes(engine, repaired, plan, results)
             summary_steps = results + ([table_step] if table_step else [])
@@ -322,10 +346,18 @@ def row_checks(config: JobConfig, source_columns: list[str]) -> list[RowCheck]:
     return dataset + [step.check() for step in config.steps]
 
 
-def _check_targets(engine: LakehouseEngine, outputs: list[_Output], summary: str) -> None:
-    """Before the first write: each output is new, or a Delta table with this run's columns."""
-    wanted = [(o.name, o.target, engine.columns(o.rows), ROW_OUTPUT_COLUMNS) for o in outputs]
-    wanted.append(("summary", summary, SUMMARY_SCHEMA.names, frozenset(SUMMARY_SCHEMA.names)))
+def check_targets(engine: LakehouseEngine, config: JobConfig, source_columns: list[str]) -> None:
+    """Each output is new, or a Delta table with this run's columns (OutputError naming it otherwise).
+
+    It needs the source's columns only, so a run refuses a bad target before it reads any row.
+    """
+    targets = config.outputs
+    wanted = [
+        (name, target, output_columns(name, source_columns), ROW_OUTPUT_COLUMNS)
+        for name, target in (("quarantine", targets.quarantine), ("fixed", targets.fixed), ("valid", targets.valid))
+        if target is not None
+    ]
+    wanted.append(("summary", targets.summary, SUMMARY_SCHEMA.names, frozenset(SUMMARY_SCHEMA.names)))
     for name, target, columns, own in wanted:
         have = engine.target_columns(target)
         if have is None:
@@ -350,12 +382,12 @@ def _write_outputs(
 ) -> dict[str, int]:
     run_id, summary_target = config.run_id, config.outputs.summary
     # An earlier attempt with this run id stops counting as complete before its rows change.
-    _retrying(lambda: engine.delete_run(summary_target, SUMMARY_RUN_ID, run_id), engine, summary_target)
+    _delete_run(engine, "summary", summary_target, run_id)
     written: list[tuple[str, str]] = []
     counts: dict[str, int] = {}
     try:
         for output in outputs:
-            written.append((output.target, output.run_id_column))
+            written.append((output.name, output.target))
             counts[output.name] = _retrying(
                 lambda o=output: engine.replace_run(o.rows, o.target, o.run_id_column, run_id),  # type: ignore[misc]
                 engine,
@@ -370,25 +402,69 @@ def _write_outputs(
             source=config.source,
             source_version=source_version,
         )
-        written.append((summary_target, SUMMARY_RUN_ID))
+        written.append(("summary", summary_target))
         _retrying(
             lambda: engine.write_arrow(summary, summary_target, SUMMARY_RUN_ID, run_id),
             engine,
             summary_target,
         )
-    except BaseException:
-        _take_back(engine, written, run_id)
+    except BaseException as error:
+        remaining = _take_back(engine, written, run_id)
+        if remaining and isinstance(error, Exception):
+            raise RowsLeftBehind(engine.explain(error) or error, remaining, run_id) from error
         raise
     return counts
 
 
-def _take_back(engine: LakehouseEngine, written: list[tuple[str, str]], run_id: str) -> None:
-    """Delete this run's rows from what it wrote, summary first; other runs' rows stay."""
-    for target, run_id_column in reversed(written):
+class RowsLeftBehind(OutputError):
+    """A failed run whose rows could not all be taken back: it names where they remain and how to remove them."""
+
+    def __init__(self, error: BaseException, remaining: list[tuple[str, str]], run_id: str) -> None:
+        self.remaining = remaining
+        self.run_id = run_id
+        where = ", ".join(f"the {role} {target!r}" for role, target in remaining)
+        flags = " ".join(f"--{role} {shlex.quote(target)}" for role, target in remaining)
+        super().__init__(
+            f"{one_line(error, debug_hint=False)}; taking the run's rows back failed too, so run {run_id!r} still has rows in "
+            f"{where}: remove them with `chatgate clean --run-id {shlex.quote(run_id)} {flags}`, "
+            f"or rerun with --run-id {shlex.quote(run_id)}"
+        )
+
+
+def _take_back(engine: LakehouseEngine, written: list[tuple[str, str]], run_id: str) -> list[tuple[str, str]]:
+    """Delete this run's rows from the `(role, target)` tables it wrote, summary first; other runs'
+    rows stay. Returns the tables whose rows could not be deleted."""
+    remaining = []
+    for role, target in reversed(written):
         try:
-            _retrying(lambda t=target, c=run_id_column: engine.delete_run(t, c, run_id), engine, target)  # type: ignore[misc]
-        except Exception:  # noqa: BLE001 - report the original failure, log this one
-            log.exception("could not delete run %r's rows from %s after it failed", run_id, target)
+            _delete_run(engine, role, target, run_id)
+        except Exception as error:  # noqa: BLE001 - the run's own failure is the one raised; this one is named
+            log.debug("could not delete run %r's rows from %s", run_id, target, exc_info=True)
+            log.info("could not delete the rows of run %r from %s: %s", run_id, target, one_line(engine.explain(error) or error))
+            remaining.append((role, target))
+    return sorted(remaining, key=lambda pair: CLEAN_ORDER.index(pair[0]))
+
+
+CLEAN_ORDER = ("summary", "quarantine", "fixed", "valid")
+"""The order `clean_run` deletes a run's rows in: the summary first, so the run stops counting as
+complete before its other rows go."""
+
+
+def clean_run(engine: LakehouseEngine, tables: dict[str, str], run_id: str) -> list[str]:
+    """Delete the rows of `run_id` from `tables` (role -> target; roles of CLEAN_ORDER);
+    the targets that held a table. What `chatgate clean` does."""
+    done = []
+    for role in CLEAN_ORDER:
+        target = tables.get(role)
+        if target is not None and engine.target_columns(target) is not None:
+            _delete_run(engine, role, target, run_id)
+            done.append(target)
+    return done
+
+
+def _delete_run(engine: LakehouseEngine, role: str, target: str, run_id: str) -> None:
+    column = SUMMARY_RUN_ID if role == "summary" else RUN_ID
+    _retrying(lambda: engine.delete_run(target, column, run_id), engine, target)
 
 
 def _retrying(write: Callable[[], T], engine: LakehouseEngine, target: str) -> T:
