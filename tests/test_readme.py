@@ -405,7 +405,7 @@ def _examples(epilog: str) -> list[list[str]]:
     return [shlex.split(command) for command in section.group(1).replace("\\\n", " ").splitlines()]
 
 
-@pytest.mark.parametrize("command", ["run", "report"])
+@pytest.mark.parametrize("command", ["run", "report", "clean"])
 def test_each_commands_help_gives_examples_that_parse_and_its_exit_statuses(command):
     parser = _commands()[f"chatgate {command}"]
     epilog = parser.epilog or ""

@@ -53,6 +53,7 @@ def build_parser(prog: str = "chatgate") -> argparse.ArgumentParser:
             "clean",
             help="delete one run's rows from the output tables (after a run that couldn't take them back)",
             description=CLEAN_DESCRIPTION,
+            epilog=CLEAN_EPILOG,
             formatter_class=argparse.RawDescriptionHelpFormatter,
             allow_abbrev=False,
         )
@@ -134,10 +135,16 @@ CLEAN_DESCRIPTION = """\
 Delete the rows of one run id from the output tables: what a failed run does itself,
 for the case where it could not (its error names the tables and gives this command).
 The summary's rows go first, so the run stops counting as complete before its other
-rows go. Other runs' rows are never touched, and a table that doesn't exist is skipped.
+rows go. Other runs' rows are never touched, and a table that doesn't exist is skipped."""
 
+CLEAN_EPILOG = f"""\
 example:
   chatgate clean --run-id nightly-42 --quarantine lake/chat_quarantine --summary lake/chat_summary
+
+exit status:
+  {EXIT_OK}  the run's rows are gone from every table named (or there was no such table)
+  {EXIT_FAILURE}  a table couldn't be changed (the message names it)
+  {EXIT_USAGE}  a bad flag: no table named, no run id, or two names for one table
 """
 
 
