@@ -1,0 +1,1 @@
+"""Table storage, apart from the engines that compute: one store per table library."""
