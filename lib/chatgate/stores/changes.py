@@ -72,7 +72,7 @@ def appended_files(commits: Iterable[tuple[int, list[dict[str, Any]]]]) -> Appen
 
 
 def _operation(actions: list[dict[str, Any]]) -> str:
-    info = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
+    info: dict[str, Any] = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
     return str(info.get("operation") or "a commit")
 
 
