@@ -91,6 +91,10 @@ ROWS = placed(
         None,
     ),
     ("not_text", {"prompt": 5, "completion": " blue."}, PC, {}, "not_text", "prompt", None),
+    # a value larger than max_value_bytes= (tests/test_values_limits.py), unread
+    ("too_large", {"prompt": "The sky is" * 3, "completion": " blue."}, PC, {"max_value_bytes": 20}, "too_large",
+     "prompt", None),
+    ("too_large-chat", {"messages": [U, A]}, LM, {"max_value_bytes": 10}, "too_large", "messages", None),
     (
         "not_text-missing",
         {"prompt": "The sky is", "completion": None},

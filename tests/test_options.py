@@ -29,6 +29,7 @@ VALUES = {
     "role_key": ("speaker", ["--role-key", "speaker"]),
     "content_key": ("text", ["--content-key", "text"]),
     "na_pass": (True, ["--na-pass"]),
+    "max_value_bytes": (1024, ["--max-value-bytes", "1024"]),
     "tools": (True, ["--tools"]),
     "harmony": (True, ["--harmony"]),
     "thinking_key": ("reasoning", ["--thinking-key", "reasoning"]),

@@ -479,23 +479,28 @@ def test_nesting_near_the_limit_agrees():
     )
 
 
+# Values past the default max_value_bytes= (16 MiB) are too_large unread; with no limit, read whole.
+
+
 def test_fifty_megabyte_string():
     content = "a" * (50 * 1024 * 1024)
     text = json.dumps([{"role": "user", "content": content}])
-    assert codes(pa.array([text, text[:-1]], pa.large_string())) == [None, "not_messages"]
+    array = pa.array([text, text[:-1]], pa.large_string())
+    assert codes(array, max_value_bytes=None) == [None, "not_messages"]
+    assert codes(array) == ["too_large", "too_large"]
 
 
 def test_fifty_megabyte_blank_string():
     text = '[{"role": "user", "content": "' + " " * (50 * 1024 * 1024) + '"}]'
-    assert check_batch(pa.array([text])).to_pylist() == ["empty_content"]
+    assert check_batch(pa.array([text]), max_value_bytes=None).to_pylist() == ["empty_content"]
+    assert check_batch(pa.array([text])).to_pylist() == ["too_large"]
 
 
 def test_fifty_megabytes_of_garbage():
     text = '"[' * (25 * 1024 * 1024)
-    assert (
-        check_batch(pa.array([text, "[" * (50 * 1024 * 1024)], pa.large_string())).to_pylist()
-        == ["not_messages"] * 2
-    )
+    array = pa.array([text, "[" * (50 * 1024 * 1024)], pa.large_string())
+    assert check_batch(array, max_value_bytes=None).to_pylist() == ["not_messages"] * 2
+    assert check_batch(array).to_pylist() == ["too_large"] * 2
 
 
 # --- the strict path: remembered verdicts on role sequences -------------------------

@@ -1011,6 +1011,8 @@ def test_every_new_code_has_an_example():
     trainers |= {"bad_image_url", "image_too_large", "image_role", "too_many_images"}
     # OpenAI's and Together's preference rows are in tests/test_rules_openai_preference.py
     trainers |= {"bad_input", "output_count"}
+    # too_large (max_value_bytes=) is in tests/test_values_limits.py
+    trainers |= {"too_large"}
     codes = {param.values[3] for param in ALL}
     assert set(EXTENDED_REASONS) - tools - trainers <= codes
     assert set(REASONS) <= codes
@@ -1304,6 +1306,7 @@ def test_chat_check_without_extra_columns_is_check_array():
 
 def test_chat_check_codes_follow_the_format():
     assert ChatCheck("m").codes == (
+        "too_large",
         "not_messages",
         "no_messages",
         "bad_message",
@@ -1458,6 +1461,7 @@ def test_all_reasons_extend_the_core_order():
 
 # What a note says of one failing row and of several, for each code beyond the core, written out.
 EXTENDED_PHRASES = {
+    "too_large": ("is too large to read", "are too large to read"),
     "mixed_format": (
         "mixes conversational and standard values",
         "mix conversational and standard values",

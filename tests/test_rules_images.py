@@ -283,7 +283,7 @@ def test_a_new_code_has_its_note(code, one):
 def test_the_codes_a_format_can_give():
     fmt = ChatFormat(image_data_urls=True, max_image_bytes=9, image_roles=["user"], max_images=2, part_types=["text"])
     assert fmt.codes() == (
-        "not_messages", "no_messages", "bad_message", "bad_content_type", "bad_image_url", "image_too_large",
+        "too_large", "not_messages", "no_messages", "bad_message", "bad_content_type", "bad_image_url", "image_too_large",
         "unknown_role", "image_role", "system_position", "not_alternating", "empty_content", "too_many_images",
     )
     (check,) = dataset_checks("prompt_completion", ["prompt", "completion"], chat=fmt)

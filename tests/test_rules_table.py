@@ -89,6 +89,7 @@ def test_the_table_in_order():
 
 def test_all_reasons_is_the_table_order_with_the_codes_decided_elsewhere():
     assert ALL_REASONS == (
+        "too_large",
         "not_messages",
         "mixed_format",
         "not_text",
@@ -132,6 +133,7 @@ def test_all_reasons_is_the_table_order_with_the_codes_decided_elsewhere():
     assert [code for code in ALL_REASONS if code in table] == table
     # The others are decided before any conversation is read, or by comparing two values.
     assert [code for code in ALL_REASONS if code not in table] == [
+        "too_large",
         "not_messages",
         "mixed_format",
         "not_text",
@@ -262,6 +264,7 @@ def test_active_rules_are_chosen_once_per_format():
         (
             ChatFormat(),
             (
+                "too_large",
                 "not_messages",
                 "no_messages",
                 "bad_message",
@@ -274,6 +277,7 @@ def test_active_rules_are_chosen_once_per_format():
         (
             ChatFormat(harmony=True, allow_empty=True, alternate=False),
             (
+                "too_large",
                 "not_messages",
                 "no_messages",
                 "bad_message",
@@ -286,6 +290,7 @@ def test_active_rules_are_chosen_once_per_format():
         (
             sample_profile(),
             (
+                "too_large",
                 "not_messages",
                 "no_messages",
                 "bad_message",

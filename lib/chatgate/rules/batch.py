@@ -19,13 +19,19 @@ plus a dictionary lookup, then, when none applies, those that read the contents
 (`empty_content`, which comes after all the others in the table).
 
 What the typed decoder accepts the reference must accept too: keys it
-skips are checked for syntax only, so bad UTF-8 is caught here, and the reference
-decoder takes huge numbers and deep nesting that msgspec alone would refuse
-(`values.parse_json`).
+skips are checked for syntax only, so bad UTF-8 is caught here (in binary values,
+and in string arrays too: an engine may hand over strings it never validated), and
+the reference decoder takes huge numbers and deep nesting that msgspec alone would
+refuse (`values.parse_json`).
+
+Before all that, a value larger than `max_value_bytes=` gets `too_large` unread: its
+size comes from the Arrow offsets (JSON text) or from the array's buffers (native
+values), see `sizes`.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from enum import Enum
 from functools import lru_cache
@@ -39,6 +45,7 @@ import pyarrow as pa
 from .judge import Conversation, Rule, active_rules, first_code, judge
 from .options import with_options
 from .reference import problem_of
+from .sizes import TOO_LARGE, array_bytes
 from .spec import ChatFormat, format_from
 from .values import is_blank
 
@@ -98,8 +105,47 @@ def check_array(array: pa.Array | pa.ChunkedArray, fmt: ChatFormat) -> pa.String
         array = array.cast(pa.large_binary())
     if any(is_type(array.type) for is_type in _TEXT_TYPES):
         return pa.array(_check_json(array, fmt), pa.string())
-    values = array.to_pylist(maps_as_pydicts="lossy") if _has_map(array.type) else array.to_pylist()
-    return pa.array([problem_of(value, fmt) for value in values], pa.string())
+    limit = fmt.max_value_bytes
+    over = array_bytes(array) > limit if limit is not None else None
+    if over is None or not over.any():
+        return pa.array([problem_of(value, fmt, sized=True) for value in python_values(array)], pa.string())
+    found: list[str | None] = [TOO_LARGE] * len(array)
+    kept = np.flatnonzero(~over)
+    for row, value in zip(kept.tolist(), python_values(array.take(pa.array(kept, pa.int64())))):
+        found[row] = problem_of(value, fmt, sized=True)
+    return pa.array(found, pa.string())
+
+
+def python_values(array: pa.Array) -> list[Any]:
+    """The Python values of an array as the rules read them.
+
+    A map is a dict; a key written twice in one map keeps its last value, as a JSON
+    object's does when the same text is decoded (Arrow and Spark let a map repeat a
+    key, Parquet writers too). A string that isn't valid UTF-8 (an engine may hand one
+    over unchecked) is its bytes, and a native value holding one is `b"\\xff"`: text
+    that isn't UTF-8, which is never a conversation (`not_messages`, like its JSON text).
+    """
+    try:
+        return _to_pylist(array)
+    except UnicodeDecodeError:
+        return [_one_value(array.slice(i, 1)) for i in range(len(array))]
+
+
+def _to_pylist(array: pa.Array) -> list[Any]:
+    if not _has_map(array.type):
+        return array.to_pylist()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # pyarrow's note of each repeated key
+        return array.to_pylist(maps_as_pydicts="lossy")
+
+
+def _one_value(one: pa.Array) -> Any:
+    try:
+        return _to_pylist(one)[0]
+    except UnicodeDecodeError:
+        if pa.types.is_string(one.type) or pa.types.is_large_string(one.type):
+            return one.view(pa.large_binary() if pa.types.is_large_string(one.type) else pa.binary())[0].as_py()
+        return b"\xff"
 
 
 def check_values(values: Iterable[Any], fmt: ChatFormat) -> pa.StringArray:
@@ -141,8 +187,11 @@ def _check_json(array: pa.Array, fmt: ChatFormat) -> list[str | None]:
         return []
     _, offsets_buf, data_buf = array.buffers()
     wide = pa.types.is_large_string(array.type) or pa.types.is_large_binary(array.type)
-    offsets = np.frombuffer(offsets_buf, dtype=np.int64 if wide else np.int32)
-    offsets = offsets[array.offset : array.offset + n + 1].tolist()
+    bounds = np.frombuffer(offsets_buf, dtype=np.int64 if wide else np.int32)[array.offset : array.offset + n + 1]
+    limit = fmt.max_value_bytes
+    large = np.diff(bounds) > limit if limit is not None else None
+    too_large = large.tolist() if large is not None and large.any() else None
+    offsets = bounds.tolist()
     data = memoryview(data_buf) if data_buf is not None else memoryview(b"")
     valid = array.is_valid().to_numpy(zero_copy_only=False).tolist() if array.null_count else None
     missing = None if fmt.na_pass else "not_messages"
@@ -154,6 +203,9 @@ def _check_json(array: pa.Array, fmt: ChatFormat) -> list[str | None]:
     for i in range(n):
         if valid is not None and not valid[i]:
             codes[i] = missing
+            continue
+        if too_large is not None and too_large[i]:
+            codes[i] = TOO_LARGE  # never read
             continue
         text = data[offsets[i] : offsets[i + 1]]
         if not utf8(text):
@@ -172,15 +224,19 @@ def _check_json(array: pa.Array, fmt: ChatFormat) -> list[str | None]:
 
 
 def _utf8_checker(array: pa.Array) -> Callable[[memoryview], bool]:
-    """Arrow strings are valid UTF-8; binary values are checked one by one only if some aren't.
+    """Values are checked one by one only when the array isn't all valid UTF-8.
 
     The typed decoder skips unknown keys without validating them, so bad UTF-8 must
-    be caught here for both paths to agree.
+    be caught here for both paths to agree. Arrow strings should be valid UTF-8, but
+    engines hand over what their files hold (Spark never checks; DuckDB's Arrow scan
+    neither): they are checked too, in one pass over the buffer (a fraction of a
+    percent of the check).
     """
-    if pa.types.is_string(array.type) or pa.types.is_large_string(array.type):
-        return _always
     try:
-        array.cast(pa.large_string())
+        if pa.types.is_string(array.type) or pa.types.is_large_string(array.type):
+            array.validate(full=True)
+        else:
+            array.cast(pa.large_string())
         return _always
     except pa.ArrowInvalid:
         return _is_utf8

@@ -23,10 +23,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .batch import _has_map, check_array
+from .batch import check_array, python_values
 from .codes import ALL_REASONS, first_reason
+from .markers import TOO_LARGE_VALUE
 from .messages import image_total
 from .reference import problem_of
+from .sizes import array_bytes
 from .spec import ChatFormat
 from .tools import declared_names
 from .values import is_missing
@@ -59,25 +61,42 @@ class RowCheck(ABC):
     def check_row(self, row: Mapping[str, Any]) -> str | None:
         """The code of one row (column name -> value), or None when it passes."""
 
+    @property
+    def value_limits(self) -> dict[str, int]:
+        """The columns whose values are measured (`max_value_bytes=`), with their limit."""
+        return {}
+
     def check(self, batch: pa.RecordBatch | pa.Table) -> pa.StringArray:
-        """One code per row of `batch`, null where the row passes."""
-        values = {name: column_values(batch, name) for name in self.columns}
+        """One code per row of `batch`, null where the row passes.
+
+        A value of `value_limits`' columns larger than its limit is measured on its Arrow
+        array and never read: `check_row` sees `markers.TOO_LARGE_VALUE` in its place.
+        """
+        limits = self.value_limits
+        values = {name: column_values(batch, name, limits.get(name)) for name in self.columns}
         rows = ({name: values[name][i] for name in values} for i in range(batch.num_rows))
         return pa.array([self.check_row(row) for row in rows], pa.string())
 
 
-def column_values(batch: pa.RecordBatch | pa.Table, name: str) -> list[Any]:
-    """The Python values of one column of a batch (maps as dicts, JSON as its text)."""
+def column_values(batch: pa.RecordBatch | pa.Table, name: str, limit: int | None = None) -> list[Any]:
+    """The Python values of one column of a batch (maps as dicts, JSON as its text; see
+    `batch.python_values`); with `limit`, `markers.TOO_LARGE_VALUE` for each value larger
+    than `limit` bytes (`sizes`), which isn't read."""
     array = batch.column(name)
     chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
     out: list[Any] = []
     for chunk in chunks:
         if isinstance(chunk.type, _JSON_EXTENSION):
             chunk = chunk.storage
-        if _has_map(chunk.type):
-            out.extend(chunk.to_pylist(maps_as_pydicts="lossy"))
-        else:
-            out.extend(chunk.to_pylist())
+        over = array_bytes(chunk) > limit if limit is not None else None
+        if over is None or not over.any():
+            out.extend(python_values(chunk))
+            continue
+        values: list[Any] = [TOO_LARGE_VALUE] * len(chunk)
+        kept = np.flatnonzero(~over)
+        for row, value in zip(kept.tolist(), python_values(chunk.take(pa.array(kept, pa.int64())))):
+            values[row] = value
+        out.extend(values)
     return out
 
 
@@ -109,6 +128,12 @@ class ChatCheck(RowCheck):
     @property
     def columns(self) -> tuple[str, ...]:
         return tuple(c for c in (self.column, self.tools_column, self.images_column) if c)
+
+    @property
+    def value_limits(self) -> dict[str, int]:
+        """The conversation column's values are measured (not the tools and images columns)."""
+        limit = self.fmt.max_value_bytes
+        return {} if limit is None else {self.column: limit}
 
     @property
     def codes(self) -> tuple[str, ...]:

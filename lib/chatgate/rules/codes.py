@@ -7,16 +7,20 @@ dataset type) is the first one in `ALL_REASONS` that applies anywhere in it.
 (tool calling, Harmony, ShareGPT, the profiles and the trainers' row rules, vision) and the dataset
 types add `EXTENDED_REASONS`. `ALL_REASONS` interleaves both into one order, most
 fundamental problem first; the nine core codes keep their relative order, and
-none of the other codes is produced while the options are off.
+none of the other codes is produced while the options are off. (`too_large` is the
+code of `max_value_bytes=`, an option on by default: a value larger than it is never
+read, so no other code can apply to it.)
 
 The codes decided on one conversation are the rules of `judge.RULES`, in the same
-order; the others are decided before a conversation is read (`not_messages`, the
+order; the others are decided before a conversation is read (`too_large`, from the
+value's size alone, `not_messages`, the
 standard-format codes, `not_label`, an OpenAI preference row's `bad_input` and
 `output_count`) or by comparing two values of a row
 (`same_pair`, `implicit_prompt`).
 
 | code | raised by | meaning |
 |---|---|---|
+| too_large | max_value_bytes= | the value is larger than `max_value_bytes=` (its JSON text's bytes; see `sizes`): it isn't read |
 | not_messages | core | the value isn't a list of messages |
 | mixed_format | dataset types | a row mixes conversational and standard values, or a value isn't of the format the check expects |
 | not_text | dataset types | a standard-format field isn't a string (or is missing) |
@@ -74,6 +78,7 @@ REASONS: tuple[str, ...] = (
 )
 
 EXTENDED_REASONS: tuple[str, ...] = (
+    "too_large",
     "mixed_format",
     "not_text",
     "not_label",
@@ -106,6 +111,7 @@ EXTENDED_REASONS: tuple[str, ...] = (
 )
 
 ALL_REASONS: tuple[str, ...] = (
+    "too_large",
     "not_messages",
     "mixed_format",
     "not_text",
@@ -150,6 +156,7 @@ _RANK = {code: i for i, code in enumerate(ALL_REASONS)}
 
 # What a failing row "has", as (one row, several rows), for the step notes.
 PHRASES: dict[str, tuple[str, str]] = {
+    "too_large": ("is too large to read", "are too large to read"),
     "not_messages": ("isn't a list of messages", "aren't lists of messages"),
     "no_messages": ("has no messages", "have no messages"),
     "bad_message": (
@@ -260,7 +267,7 @@ def phrase(reason: str, count: int) -> str:
 def reason_rank(reason: str) -> int:
     """The place of a code in `ALL_REASONS` (unknown codes last).
 
-    >>> reason_rank("not_messages") < reason_rank("prompt_end") < reason_rank("empty_content")
+    >>> reason_rank("too_large") < reason_rank("not_messages") < reason_rank("prompt_end") < reason_rank("empty_content")
     True
     """
     return _RANK.get(reason, len(ALL_REASONS))

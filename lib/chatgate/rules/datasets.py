@@ -49,7 +49,9 @@ from .formats import (
     value_format,
 )
 from .judge import COMPLETION, PROMPT, WHOLE, judge
+from .markers import TOO_LARGE_VALUE
 from .messages import Read, image_total, messages_in, read_messages
+from .sizes import TOO_LARGE, is_too_large
 from .spec import ChatFormat, format_from
 from .standard import PART_FIELDS, parts_codes, standard_problems
 from .tools import declared_names
@@ -300,6 +302,21 @@ class DatasetCheck(RowCheck):
         return tuple(self.column_of(f) for f in self.fields) + extra
 
     @property
+    def value_limits(self) -> dict[str, int]:
+        """Every field's values are measured (`max_value_bytes=`), but a label's."""
+        limit = self.fmt.max_value_bytes
+        return {} if limit is None else {self.column_of(f): limit for f in self.fields if f != "label"}
+
+    def too_large(self, row: Mapping[str, Any]) -> str | None:
+        """The column of the first value of `row` larger than `max_value_bytes=`, if any."""
+        limit = self.fmt.max_value_bytes
+        for column in self.value_limits:
+            value = row.get(column)
+            if value is TOO_LARGE_VALUE or is_too_large(value, limit):
+                return column
+        return None
+
+    @property
     def codes(self) -> tuple[str, ...]:
         kind = self.dataset_type
         codes: set[str] = set()
@@ -310,6 +327,8 @@ class DatasetCheck(RowCheck):
             codes.add("not_label")
         if kind in (PREFERENCE, IMPLICIT_PREFERENCE):
             codes.add("same_pair")
+        if self.fmt.max_value_bytes is not None:
+            codes.add(TOO_LARGE)
         if self.format != CONVERSATIONAL:
             codes |= {"not_text", "empty_text"}
             if kind == IMPLICIT_PREFERENCE:
@@ -352,6 +371,8 @@ class DatasetCheck(RowCheck):
         }
 
     def check_row(self, row: Mapping[str, Any]) -> str | None:
+        if self.too_large(row) is not None:
+            return TOO_LARGE  # the first code: no value of the row is read
         values = {f: row.get(self.column_of(f)) for f in self.fields}
         codes: list[str | None] = []
         if "label" in values:

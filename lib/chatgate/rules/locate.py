@@ -23,17 +23,24 @@ from .checks import column_values
 from .codes import first_reason
 from .judge import WHOLE
 from .locate_sites import WHOLE_VALUE_CODES, Problem, problems_in
+from .markers import TOO_LARGE_VALUE
 from .messages import Read, messages_in, read_messages
 from .options import with_options
+from .sizes import TOO_LARGE, is_too_large
 from .spec import ChatFormat, format_from
 from .values import NOT_JSON, decode, is_missing
 
 
 def read_value(value: Any, fmt: ChatFormat) -> Read | str | None:
     """A value as `judge` reads it (with extras), its code when it holds no messages
-    (`not_messages`), or None for a missing value that passes (na_pass=True)."""
+    (`not_messages`) or is too large to read (`too_large`), or None for a missing value
+    that passes (na_pass=True)."""
+    if value is TOO_LARGE_VALUE:
+        return TOO_LARGE
     if is_missing(value):
         return None if fmt.na_pass else "not_messages"
+    if is_too_large(value, fmt.max_value_bytes):
+        return TOO_LARGE
     value = decode(value)
     messages = None if value is NOT_JSON else messages_in(value, fmt)
     if messages is None:
@@ -118,12 +125,13 @@ def _codes_list(codes: pa.Array | pa.ChunkedArray, n: int) -> list[str | None]:
     return found
 
 
-def _values_at(values: pa.Array | pa.ChunkedArray, rows: list[int]) -> list[Any]:
-    """The Python values of some rows of an array (as `check_array` reads them)."""
+def _values_at(values: pa.Array | pa.ChunkedArray, rows: list[int], fmt: ChatFormat) -> list[Any]:
+    """The Python values of some rows of an array (as `check_array` reads them; a value
+    larger than `max_value_bytes=` as `markers.TOO_LARGE_VALUE`, unread)."""
     if not rows:
         return []
     taken = values.take(pa.array(rows, pa.int64()))
-    return column_values(pa.table({"v": taken}), "v")
+    return column_values(pa.table({"v": taken}), "v", fmt.max_value_bytes)
 
 
 def locate_array(
@@ -141,7 +149,7 @@ def locate_array(
     found = _codes_list(codes, len(values))
     rows = [i for i, code in enumerate(found) if code is not None and code not in WHOLE_VALUE_CODES]
     out: list[int | None] = [None] * len(found)
-    for i, value in zip(rows, _values_at(values, rows)):
+    for i, value in zip(rows, _values_at(values, rows, fmt)):
         out[i] = location_of(value, found[i], fmt)
     return pa.array(out, pa.int32())
 
@@ -162,7 +170,7 @@ def problems_array(
     found = _codes_list(check_array(values, fmt) if codes is None else codes, len(values))
     rows = [i for i, code in enumerate(found) if code is not None]
     out: list[list[Problem]] = [[] for _ in found]
-    for i, value in zip(rows, _values_at(values, rows)):
+    for i, value in zip(rows, _values_at(values, rows, fmt)):
         out[i] = problems_of(value, fmt)
     return pa.array([[p._asdict() for p in row] for row in out], pa.list_(PROBLEM_TYPE))
 

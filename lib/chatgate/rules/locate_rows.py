@@ -49,6 +49,7 @@ from .judge import COMPLETION, PROMPT, WHOLE
 from .locate import locate_array, problems_of
 from .locate_sites import Problem, problems_in
 from .messages import Read, image_total, messages_in, read_messages
+from .sizes import TOO_LARGE
 from .standard import standard_problems
 from .tools import declared_names
 from .values import common_prefix, same_value
@@ -116,6 +117,9 @@ def _chat_problems(check: ChatCheck, row: Mapping[str, Any]) -> list[RowProblem]
 
 
 def _dataset_problems(check: DatasetCheck, row: Mapping[str, Any]) -> list[RowProblem]:
+    large = check.too_large(row)
+    if large is not None:  # nothing of the row is read
+        return [RowProblem(TOO_LARGE, large, None)]
     if check.dataset_type == OPENAI_PREFERENCE:  # its own walk, in its module (which imports this one)
         from .openai_preference import located
 
@@ -265,10 +269,16 @@ def row_problems_array(
     out: list[list[RowProblem]] = [[] for _ in found]
     if rows:
         failing = batch.take(pa.array(rows, pa.int64()))
-        values = {name: column_values(failing, name) for name in check.columns}
+        values = _values(check, failing)
         for k, i in enumerate(rows):
             out[i] = row_problems(check, {name: column[k] for name, column in values.items()})
     return pa.array([[p._asdict() for p in problems] for problems in out], pa.list_(ROW_PROBLEM_TYPE))
+
+
+def _values(check: RowCheck, failing: pa.Table | pa.RecordBatch) -> dict[str, list[Any]]:
+    """The Python values of the check's columns (a value too large to read as its marker)."""
+    limits = check.value_limits
+    return {name: column_values(failing, name, limits.get(name)) for name in check.columns}
 
 
 def message_indices(
@@ -288,7 +298,7 @@ def message_indices(
     out: list[int | None] = [None] * len(found)
     if rows:
         failing = batch.take(pa.array(rows, pa.int64()))
-        values = {name: column_values(failing, name) for name in check.columns}
+        values = _values(check, failing)
         for k, i in enumerate(rows):
             problem = locate_row(check, {name: column[k] for name, column in values.items()}, found[i])
             out[i] = None if problem is None else problem.message

@@ -273,6 +273,7 @@ SITES: dict[str, Sites] = {
 """For each rule of `judge.RULES`, where in a conversation it applies."""
 
 WHOLE_VALUE_CODES: frozenset[str] = ROW_CODES | {
+    "too_large",
     "not_messages",
     "no_messages",
     "too_few_messages",

@@ -11,3 +11,6 @@ BAD = object()
 
 MISSING = object()
 """The content of a message that has no content key."""
+
+TOO_LARGE_VALUE = object()
+"""In place of a value larger than `max_value_bytes=` (measured on its Arrow array), never read."""

@@ -41,6 +41,7 @@ from .judge import COMPLETION, PROMPT, WHOLE, judge
 from .locate_rows import RowProblem
 from .locate_sites import Problem, problems_in
 from .messages import Read, messages_in, read_messages
+from .sizes import TOO_LARGE
 from .spec import ChatFormat
 from .tools import declared_names
 from .values import blank_checker, is_missing
@@ -86,6 +87,8 @@ class OpenAIPreferenceCheck(DatasetCheck):
         return tuple(code for code in ALL_REASONS if code in codes)
 
     def check_row(self, row: Mapping[str, Any]) -> str | None:
+        if self.too_large(row) is not None:
+            return TOO_LARGE  # the first code: no value of the row is read
         read = _read_row(self, row)
         fmt, blank = self.fmt, blank_checker(self.fmt.text_key)
         codes: list[str | None] = [code for code, _, _ in read.found]

@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from .judge import judge
+from .markers import TOO_LARGE_VALUE
 from .messages import messages_in, read_messages
 from .options import with_options
+from .sizes import TOO_LARGE, is_too_large
 from .spec import ChatFormat, format_from
 from .values import (
     NOT_JSON,
@@ -36,16 +38,21 @@ def first_problem(value: Any, **options: Any) -> str | None:
 
 
 def problem_of(
-    value: Any, fmt: ChatFormat, *, declared: Any = None, images: Any = None
+    value: Any, fmt: ChatFormat, *, declared: Any = None, images: Any = None, sized: bool = False
 ) -> str | None:
     """`first_problem` with its parameters already checked.
 
     `declared` (the function names of the row's tools, see `tools.declared_names`)
     and `images` (the number of the row's images, see `messages.image_total`) come
-    from other columns of the row; None when there is no such column.
+    from other columns of the row; None when there is no such column. `sized`: the
+    caller has measured the value already (`max_value_bytes=`), from its Arrow array.
     """
+    if value is TOO_LARGE_VALUE:
+        return TOO_LARGE
     if is_missing(value):
         return None if fmt.na_pass else "not_messages"
+    if not sized and is_too_large(value, fmt.max_value_bytes):
+        return TOO_LARGE
     value = decode(value)
     if value is NOT_JSON:
         return "not_messages"

@@ -37,8 +37,9 @@ from typing import Any, NamedTuple
 import msgspec
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from .batch import _has_map, check_array
+from .batch import check_array, python_values
 from .options import with_options
 from .reference import problem_of
 from .repair_fixes import (
@@ -52,6 +53,7 @@ from .repair_fixes import (
     context,
     message_shape,
 )
+from .sizes import TOO_LARGE
 from .spec import ChatFormat, format_from
 
 __all__ = [
@@ -153,6 +155,8 @@ def repair_value(value: Any, names: Iterable[str], fmt: ChatFormat) -> Repaired:
 
 def _repair_failing(value: Any, reason: str | None, names: frozenset[str], fmt: ChatFormat) -> Repaired:
     """The named repairs of a value whose code is `reason`, each while the value still fails."""
+    if reason == TOO_LARGE:
+        return Repaired(value, [], reason)  # never read, so never repaired
     work = _Work(value, fmt)
     applied: list[str] = []
     for chosen in REPAIRS:
@@ -261,11 +265,13 @@ def _repair_array(
     array: pa.Array, names: frozenset[str], fmt: ChatFormat
 ) -> tuple[pa.Array, pa.ListArray, pa.StringArray]:
     reasons = check_array(array, fmt)
-    failing = np.flatnonzero(reasons.is_valid().to_numpy(zero_copy_only=False))
+    # The values too large to read aren't read here either.
+    readable = pc.and_(reasons.is_valid(), pc.not_equal(reasons, TOO_LARGE).fill_null(False))
+    failing = np.flatnonzero(readable.to_numpy(zero_copy_only=False))
     if not len(failing):
         return array, pa.array([[]] * len(array), _APPLIED_TYPE), reasons
     rows = array.take(pa.array(failing))
-    values = rows.to_pylist(maps_as_pydicts="lossy") if _has_map(array.type) else rows.to_pylist()
+    values = python_values(rows)
     done = _repair_values(values, reasons.take(pa.array(failing)).to_pylist(), names, fmt)
     applied: list[list[str]] = [[] for _ in range(len(array))]
     after = reasons.to_pylist()

@@ -51,6 +51,12 @@ TOOL_ROLES: frozenset[str] = frozenset(
 
 PROFILES: tuple[str, ...] = ("sample", "openai", "together", "torchtune")
 
+MAX_VALUE_BYTES = 16 * 2**20
+"""The default `max_value_bytes=`: 16 MiB. A value is judged whole in memory, and parsing
+JSON costs several times its size in Python objects; 16 MiB is about 4 million tokens of
+text, far past any trainer's context, and holds a base64 image as large as Together's
+limit (10 MiB). Raise it for conversations with several large inline images."""
+
 CONTENT_TYPES: tuple[str, ...] = ("any", "text", "text_or_parts")
 """What `content_types=` accepts: any content (the core check), strings only, or
 strings and lists of content parts."""
@@ -107,6 +113,9 @@ class ChatFormat:
       parts, read as standard text with images (Together's multimodal instruction format).
     - `single_message_answers`: a completion, chosen or rejected value may be one message
       object instead of a list (axolotl's chat_template DPO strategy).
+    - `max_value_bytes`: a value larger than this (the bytes of its JSON text; a native
+      value's size is measured as `sizes` says) gets `too_large` without being read, on
+      every engine; None: no limit. Checked before any other rule: it is the first code.
     - `profile`: `"sample"` adds the rules of a conversation sample type: roles system,
       user and assistant only; at least one user and one assistant turn; tool and
       function turns refused (`tool_turn`). See `sample_profile()`.
@@ -127,6 +136,12 @@ class ChatFormat:
     role_key: str = _option("role", "the key of a message's role", "KEY")
     content_key: str = _option("content", "the key of a message's content", "KEY")
     na_pass: bool = _option(False, "let missing values (null) pass")
+    max_value_bytes: int | None = _option(
+        MAX_VALUE_BYTES,
+        "the largest value read, in bytes of JSON text (16 MiB: far past any trainer's context); "
+        "a larger one gets too_large, unread; null (YAML, Python) for no limit",
+        "N",
+    )
     tools: bool = _option(False, "tool calling: the tool role, tool_calls on assistant messages, answered calls")
     harmony: bool = _option(False, "Harmony: the developer role and the assistant's thinking key")
     thinking_key: str | None = _option(None, "a key holding the assistant's reasoning, checked as text", "KEY")
@@ -202,6 +217,7 @@ class ChatFormat:
         """The options of the trainers' row rules: normalised (lists to tuples, a dict to a
         `RoleMap`) and checked."""
         whole_number("min_messages", self.min_messages, 1)
+        whole_number("max_value_bytes", self.max_value_bytes, 1)
         whole_number("min_rows", self.min_rows, 1)
         whole_number("max_image_bytes", self.max_image_bytes, 1)
         whole_number("max_images", self.max_images, 0)
@@ -319,13 +335,14 @@ class ChatFormat:
         (Codes that need another column, such as `unknown_tool`, are the row checks'.)
 
         >>> ChatFormat(roles=["user", "assistant"], alternate=False, allow_empty=True).codes()
-        ('not_messages', 'no_messages', 'bad_message', 'unknown_role')
+        ('too_large', 'not_messages', 'no_messages', 'bad_message', 'unknown_role')
         >>> ChatFormat(tools=True).codes()[-3:]
         ('orphan_tool', 'not_alternating', 'empty_content')
         """
         from .judge import active_rules
 
-        return ("not_messages", *(rule.code for rule in active_rules(self, extras=True)))
+        first = ("too_large",) if self.max_value_bytes is not None else ()
+        return (*first, "not_messages", *(rule.code for rule in active_rules(self, extras=True)))
 
     @cached_property
     def rule_cache(self) -> dict[tuple[str, bool, bool, bool], tuple[Rule, ...]]:
