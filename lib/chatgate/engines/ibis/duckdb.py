@@ -27,12 +27,25 @@ from .plan import JoinOn
 
 WRITE_CHUNK_ROWS = 10_000
 
+STATISTICS_PREFIX = 64
+"""The bytes of a value that its column's min/max statistics keep (parquet-rs's and deltalake's default)."""
+
 WRITE_SETTINGS: dict[str, Any] = {
     "target_file_size": 64 * 2**20,
-    "writer_properties": WriterProperties(max_row_group_size=WRITE_CHUNK_ROWS),
+    "writer_properties": WriterProperties(
+        max_row_group_size=WRITE_CHUNK_ROWS,
+        compression="SNAPPY",
+        statistics_truncate_length=STATISTICS_PREFIX,
+    ),
 }
 """deltalake buffers each output file, and each Parquet row group, in memory before writing it:
-bounded here, so the writes' memory doesn't depend on the rows written."""
+bounded here, so the writes' memory doesn't depend on the rows written.
+
+Passing any WriterProperties drops deltalake's own defaults, so they are set again: Snappy
+(Spark's default too), and min/max statistics truncated to a prefix. Without the prefix a
+30 MB value is written whole, twice (min and max), into the file's footer and into the
+Delta log's stats, which deltalake copies from the footer: Spark then can't parse the log
+(MALFORMED_RECORD_IN_PARSING), and past 100 MB Arrow can't read the footer (Thrift's size limit)."""
 
 
 class DuckDBEngine(IbisEngine, LakehouseEngine):
