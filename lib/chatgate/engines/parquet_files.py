@@ -17,6 +17,15 @@ when its files hold its columns as they are:
 Top-level timestamps that a writer stored without a time zone (Spark's INT96) are
 read as UTC, as Delta defines its `timestamp` type.
 
+Text that isn't UTF-8: DuckDB's reader refuses a whole file (and the query) for one
+such string, while Spark reads its bytes as they are and the check gives the row a
+code (`not_messages`). `read_despite_bad_text` runs a query and, when DuckDB refuses
+a file for that reason, points the views over it to `UncheckedParquet` (PyArrow's
+reader, which hands the bytes over unchecked; DuckDB's Arrow scan keeps them as they
+are, and so does a Delta write of them) and runs it again: every row is then judged
+and written, the common case paying nothing. That reader reads whole record batches
+and every column of each file, so it holds more memory than DuckDB's own.
+
 With `row_ids`, the view has one more column, `ROW_ID`: a number unique to each
 row and the same in every scan of the snapshot (the file's index in the list,
 then the row's number in its file). The engine deduplicates on it: it groups the
@@ -27,15 +36,24 @@ group-by whose keys are long texts, and runs out of memory instead).
 
 from __future__ import annotations
 
+import glob
 import logging
+import os
+import re
 import uuid
-from typing import TYPE_CHECKING, Any
+import weakref
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.types as pat
 
 if TYPE_CHECKING:
     import ibis
+
+T = TypeVar("T")
 
 log = logging.getLogger("chatgate")
 
@@ -102,6 +120,7 @@ def parquet_view(
         columns.append(f"(file_index::BIGINT << {ROWS_PER_FILE_BITS}) + file_row_number AS {quote_identifier(ROW_ID)}")
     name = f"chatgate_parquet_{uuid.uuid4().hex[:12]}"
     con.con.execute(f"CREATE TEMP VIEW {quote_identifier(name)} AS SELECT {', '.join(columns)} FROM {scan}")
+    _VIEWS.setdefault(con, {})[name] = _View(files, schema, row_ids)
     return con.table(name)
 
 
@@ -132,3 +151,132 @@ def quote_identifier(name: str) -> str:
 
 def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
+
+
+# --- Text that isn't UTF-8 (see the module docstring) -------------------------------------------
+
+BAD_TEXT_ERROR = "Invalid string encoding found in Parquet file"
+"""How DuckDB's Parquet reader refuses a file holding a string that isn't UTF-8."""
+
+_BAD_FILE = re.compile(re.escape(BAD_TEXT_ERROR) + r' "(.+?)": value')
+
+
+@dataclass
+class _View:
+    """How a view of `parquet_view` was made, to make it again over `UncheckedParquet`."""
+
+    files: list[str]
+    schema: pa.Schema | None
+    row_ids: bool
+    unchecked: bool = False
+
+
+_VIEWS: weakref.WeakKeyDictionary[Any, dict[str, _View]] = weakref.WeakKeyDictionary()
+"""The views of `parquet_view` on each connection (Ibis backend), by name."""
+
+
+def read_despite_bad_text(con: Any, action: Callable[[], T]) -> T:
+    """`action()`, run again after each time DuckDB refuses a Parquet file of a view of `con`
+    for text that isn't UTF-8, once the views over that file read it unchecked."""
+    while True:
+        try:
+            return action()
+        except Exception as error:
+            if not read_unchecked(con, error):
+                raise
+
+
+def read_unchecked(con: Any, error: BaseException) -> bool:
+    """Point the views of `con` over the file `error` names to `UncheckedParquet`, when
+    `error` is DuckDB refusing it for text that isn't UTF-8; True when a view changed."""
+    text = str(error)
+    if BAD_TEXT_ERROR not in text:
+        return False
+    named = _BAD_FILE.search(text)
+    bad = _file_key(named.group(1)) if named else None
+    changed = False
+    for name, view in _VIEWS.get(con, {}).items():
+        if view.unchecked:
+            continue
+        files = _expanded(view.files)
+        if bad is not None and bad not in {_file_key(f) for f in files}:
+            continue
+        source = UncheckedParquet(files, view.schema, row_ids=view.row_ids)
+        con.con.register(f"{name}_unchecked", source)
+        columns = ", ".join(quote_identifier(column) for column in source.schema.names)
+        con.con.execute(
+            f"CREATE OR REPLACE TEMP VIEW {quote_identifier(name)} AS SELECT {columns} "
+            f"FROM {quote_identifier(name + '_unchecked')}"
+        )
+        view.unchecked = changed = True
+        log.warning(
+            "a Parquet file holds text that isn't UTF-8 (%s): reading %d file(s) with PyArrow's reader, "
+            "which hands it over as it is (rows holding it get their codes)",
+            named.group(1) if named else "a file", len(files),
+        )
+    return changed
+
+
+class UncheckedParquet:
+    """Parquet files as an Arrow stream that DuckDB scans (any number of times), text unchecked.
+
+    The columns of `schema` (all the files' columns if None), a column missing from a
+    file as nulls, each cast to the schema's type (a naive timestamp read as UTC), and
+    with `row_ids` the `ROW_ID` of each row as `parquet_view` numbers it.
+    """
+
+    BATCH_ROWS = 10_000
+
+    def __init__(self, files: list[str], schema: pa.Schema | None, *, row_ids: bool = False) -> None:
+        import pyarrow.parquet as pq
+
+        self.files = files
+        found = pa.unify_schemas([pq.read_schema(f) for f in files], promote_options="permissive")
+        self.table_schema = found if schema is None else schema
+        fields = list(self.table_schema) + ([pa.field(ROW_ID, pa.int64())] if row_ids else [])
+        self.schema = pa.schema(fields)
+        self.row_ids = row_ids
+
+    def __arrow_c_schema__(self) -> Any:
+        return self.schema.__arrow_c_schema__()
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        reader = pa.RecordBatchReader.from_batches(self.schema, self._batches())
+        return reader.__arrow_c_stream__(requested_schema)
+
+    def _batches(self) -> Iterator[pa.RecordBatch]:
+        import pyarrow.parquet as pq
+
+        for index, path in enumerate(self.files):
+            handle = pq.ParquetFile(path)
+            present = [name for name in self.table_schema.names if name in handle.schema_arrow.names]
+            first = 0
+            for batch in handle.iter_batches(batch_size=self.BATCH_ROWS, columns=present or None):
+                n = batch.num_rows
+                arrays = [
+                    _conform(batch.column(f.name), f.type) if f.name in present else pa.nulls(n, f.type)
+                    for f in self.table_schema
+                ]
+                if self.row_ids:
+                    ids = (index << ROWS_PER_FILE_BITS) + first + np.arange(n, dtype=np.int64)
+                    arrays.append(pa.array(ids, pa.int64()))
+                first += n
+                yield pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+
+def _conform(array: pa.Array, kind: pa.DataType) -> pa.Array:
+    """`array` as `kind` (casts between text types keep the bytes as they are)."""
+    return array if array.type == kind else array.cast(kind)
+
+
+def _expanded(files: list[str]) -> list[str]:
+    """The files a view reads: its globs expanded, in order."""
+    out: list[str] = []
+    for item in files:
+        path = item.removeprefix("file://")
+        out.extend(sorted(glob.glob(path, recursive=True)) if glob.has_magic(path) else [path])
+    return out
+
+
+def _file_key(path: str) -> str:
+    return os.path.realpath(path.removeprefix("file://"))

@@ -76,7 +76,7 @@ import pyarrow as pa
 
 from ...rules import RowCheck
 from ..base import EMBEDDED_AUTO, Dedup, Engine, Judged, ordered_reasons, require_column
-from ..parquet_files import ROW_ID
+from ..parquet_files import ROW_ID, read_despite_bad_text
 from .join import _annotate, _failing_table
 from .plan import NATIVE_BACKENDS as NATIVE_BACKENDS
 from .plan import NULL_PART as NULL_PART
@@ -152,7 +152,7 @@ class IbisEngine(Engine):
         require_column(self.columns(table), column)
         distinct = table.select(column).distinct()
         ordered = distinct.order_by(ibis.asc(distinct[column], nulls_first=False))
-        return ordered.to_pyarrow().column(0).to_pylist()
+        return read_despite_bad_text(table.get_backend(), lambda: ordered.to_pyarrow().column(0).to_pylist())
 
     def filter_equal(self, table: ibis.Table, column: str, value: Any) -> ibis.Table:
         require_column(self.columns(table), column)
@@ -161,7 +161,7 @@ class IbisEngine(Engine):
         return table.filter(table[column] == value)
 
     def preview(self, table: ibis.Table, limit: int) -> pa.Table:
-        return table.limit(limit).to_pyarrow()
+        return read_despite_bad_text(table.get_backend(), lambda: table.limit(limit).to_pyarrow())
 
     def drop_columns(self, table: ibis.Table, names: list[str]) -> ibis.Table:
         return table.drop(*names) if names else table
@@ -181,7 +181,16 @@ class IbisEngine(Engine):
         self, table: ibis.Table, check: RowCheck, columns: tuple[str, ...], dedup: Dedup, reason_column: str
     ) -> Judged:
         """`Judged.annotated` is lazy, on the table's backend; `extra["checked"]` is the
-        number of tuples sent to the check."""
+        number of tuples sent to the check. A Parquet file DuckDB refuses for text that
+        isn't UTF-8 is read again unchecked (`parquet_files.read_despite_bad_text`): its
+        rows are judged like any others."""
+        return read_despite_bad_text(
+            table.get_backend(), lambda: self._judge_once(table, check, columns, dedup, reason_column)
+        )
+
+    def _judge_once(
+        self, table: ibis.Table, check: RowCheck, columns: tuple[str, ...], dedup: Dedup, reason_column: str
+    ) -> Judged:
         backend = table.get_backend()
         plan = _make_plan(table, check, columns, backend, self.join_on)
         names = _Names.fresh()

@@ -11,7 +11,7 @@ import ibis
 import ibis.expr.datatypes as dt
 import pyarrow as pa
 
-from .plan import _Plan
+from .plan import _Plan, join_value
 from .tally import _distinct_failing, _Names, _Tally
 
 
@@ -62,7 +62,7 @@ def _annotate(
         keys = [
             predicate
             for value, name, kind in zip(plan.read(table), names.fvalues(plan), plan.kinds)
-            for predicate in plan.same(value, failing[name], kind)
+            for predicate in plan.same(join_value(value, kind), failing[name], kind)
         ]
         joined = table.left_join(failing, keys)
         found = joined[names.freason]

@@ -35,6 +35,16 @@ JoinOn = Literal["auto", "hash", "value"]
 _DIGESTED = frozenset({"text", "bool", "int"})
 """The kinds of column a tuple's SHA-256 covers (the hash join); others join on the value."""
 
+MAPPED = "mapped"
+"""The kind of a native column holding a map: the value join compares its JSON text (DuckDB's
+`to_json`), not the value, as a map may repeat a key (Arrow, Spark and Parquet writers allow
+it), which DuckDB reads but refuses from Arrow, so such a value can't be uploaded."""
+
+
+def join_value(value: ibis.Value, kind: str) -> ibis.Value:
+    """What the value join compares of a column of `kind`: the value, or a map's JSON text."""
+    return value.cast(dt.json).cast(dt.string) if kind == MAPPED else value
+
 
 @dataclass(frozen=True)
 class _Plan:
@@ -146,7 +156,8 @@ def _part_kind(table: ibis.Table, column: str, backend: ibis.BaseBackend) -> str
     """The kind of a judged column: any type the check reads, nested ones on DuckDB only.
 
     "text", "bool" and "int" are covered by a tuple's SHA-256; "binary", "native",
-    "float" and "other" (dates, decimals, ...) join back on the value.
+    "float" and "other" (dates, decimals, ...) join back on the value, and "mapped"
+    (a native value holding a map) on its JSON text (`MAPPED`).
     """
     dtype = table.schema()[column]
     if dtype.is_string() or _read_as_text(dtype):
@@ -161,12 +172,22 @@ def _part_kind(table: ibis.Table, column: str, backend: ibis.BaseBackend) -> str
         return "float"
     if dtype.is_array() or dtype.is_struct() or dtype.is_map():
         if backend.name in NATIVE_BACKENDS:
-            return "native"
+            return MAPPED if _holds_map(dtype) else "native"
         raise TypeError(
             f"column {column!r} is {dtype}: the {backend.name} backend can't hand nested values "
             "to Python as Arrow; store them as JSON text (string)"
         )
     return "other"
+
+
+def _holds_map(dtype: dt.DataType) -> bool:
+    if dtype.is_map():
+        return True
+    if dtype.is_array():
+        return _holds_map(dtype.value_type)
+    if dtype.is_struct():
+        return any(_holds_map(field) for field in dtype.types)
+    return False
 
 
 def _read_as_text(dtype: dt.DataType) -> bool:

@@ -25,7 +25,7 @@ from ..base import repeats_share
 from ..parquet_files import ROW_ID, quote_identifier
 from ..tables import record_batches
 from ..workers import CheckPool
-from .plan import _Plan
+from .plan import MAPPED, _Plan, join_value
 from .tally import _distinct_failing, _Names, _Tally
 
 COMPACT_FAILING_ROWS = 100_000
@@ -195,12 +195,12 @@ def _keep(
         per_reason["reason"].to_pylist(), per_reason["rows_sum"].to_pylist()
     ):
         tally.count(reason, count)
-    failing = [batch.column(column).take(where) for column in plan.columns]
     if plan.join_on == "value":
+        failing = [batch.column(column).take(where) for column in names.joined(plan).values()]
         values = {name: array for name, array in zip(names.fvalues(plan), failing)}
         tally.failing.append(pa.table({**values, names.freason: reasons}))
         return
-    digests = plan.digests(failing)
+    digests = plan.digests([batch.column(column).take(where) for column in plan.columns])
     tally.pending += len(digests)
     tally.failing.append(
         pa.table(
@@ -279,7 +279,8 @@ def _stream_expr(table: ibis.Table, plan: _Plan, names: _Names, *, dedup_on: boo
     if plan.join_on == "hash":
         k1, kl = plan.keys([values[column] for column in plan.columns])
         values = values.mutate(**{names.k1: k1, names.kl: kl})
-    return values
+    texts = {name: join_value(values[column], MAPPED) for column, name in names.joined(plan).items() if name != column}
+    return values.mutate(**texts) if texts else values
 
 
 def _has_row_ids(table: ibis.Table, plan: _Plan) -> bool:

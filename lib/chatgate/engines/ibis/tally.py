@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import ibis
 import pyarrow as pa
 
-from .plan import _Plan
+from .plan import MAPPED, _Plan
 
 
 @dataclass
@@ -49,6 +49,7 @@ class _Names:
     fkl: str
     fsha: str
     fvalue: str
+    json: str
     freason: str
     rn: str
     reason: str
@@ -64,6 +65,14 @@ class _Names:
     def fvalues(self, plan: _Plan) -> list[str]:
         """The names of the failing values in the value join's failing set, one per column."""
         return [f"{self.fvalue}{i}" for i in range(len(plan.columns))]
+
+    def joined(self, plan: _Plan) -> dict[str, str]:
+        """The stream's column of what the value join compares, by check column: a
+        `plan.MAPPED` column's JSON text (`plan.join_value`), else the column itself."""
+        return {
+            column: f"{self.json}{i}" if kind == MAPPED else column
+            for i, (column, kind) in enumerate(zip(plan.columns, plan.kinds))
+        }
 
 
 def _distinct_failing(tables: list[pa.Table], names: _Names) -> pa.Table:
