@@ -289,3 +289,30 @@ def test_every_engine_gives_too_large_to_the_same_rows(engine, dedup, form, requ
     passing = _arrow(engine, eng.passing_rows(judged))
     assert passing.num_rows + failing.num_rows == table.num_rows
     assert judged.reasons["too_large"] == list(expected.values()).count("too_large")
+
+
+# --- A 30 MB value from a Delta table, the default limit, the job ---------------------------
+
+
+def _huge_source(path) -> tuple[str, int]:
+    from deltalake import write_deltalake
+
+    huge = json.dumps([{"role": "user", "content": "x" * (30 * 2**20)}, {"role": "assistant", "content": "ok"}])
+    write_deltalake(str(path), pa.table({"id": [1, 2], "messages": [huge, GOOD]}))
+    return str(path), len(huge)
+
+
+# On Spark it takes about 20 s (the value crosses to the check's Python worker and back).
+@pytest.mark.parametrize("engine", ["duckdb", pytest.param("spark", marks=[pytest.mark.spark, pytest.mark.slow])])
+def test_a_30_mb_value_is_too_large_by_default_and_kept_whole_in_the_quarantine(tmp_path, engine, backend):
+    from chatgate.job.runner import run
+    from job_helpers import job_config, read_delta
+
+    source, size = _huge_source(tmp_path / "chats")
+    result = run(job_config(tmp_path, source, engine, {}), backend)
+    quarantine = read_delta(result.config.outputs.quarantine)
+    assert quarantine.select(["id", "pb_reason_"]).to_pylist() == [{"id": 1, "pb_reason_": "too_large"}]
+    assert pa.compute.binary_length(quarantine["messages"]).to_pylist() == [size]
+    assert read_delta(result.config.outputs.valid)["id"].to_pylist() == [2]
+    summary = read_delta(result.config.outputs.summary).to_pylist()[0]
+    assert json.loads(summary["parameters"])["max_value_bytes"] == MAX_VALUE_BYTES
