@@ -58,6 +58,18 @@ def test_a_limit_is_a_whole_number_of_at_least_one_or_none(bad):
     assert ChatFormat(max_value_bytes=None).max_value_bytes is None
 
 
+def test_a_job_takes_a_limit_and_refuses_zero_in_one_line():
+    from chatgate.errors import ConfigError
+    from chatgate.job.config import build_config
+
+    base = {"source": "lake/chats", "columns": ["messages"], "outputs": {"quarantine": "q", "summary": "s"}}
+    assert build_config({**base, "checks": {"max_value_bytes": 1024}}, {}).steps[0].fmt.max_value_bytes == 1024
+    # A YAML null is the default, as for every option: no limit is for Python only.
+    assert build_config({**base, "checks": {"max_value_bytes": None}}, {}).steps[0].fmt.max_value_bytes == MAX_VALUE_BYTES
+    with pytest.raises(ConfigError, match="max_value_bytes= must be a whole number of at least 1"):
+        build_config(base, {"max_value_bytes": "0"})
+
+
 # --- JSON text: its UTF-8 bytes ---------------------------------------------------------
 
 

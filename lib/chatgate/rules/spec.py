@@ -115,7 +115,9 @@ class ChatFormat:
       object instead of a list (axolotl's chat_template DPO strategy).
     - `max_value_bytes`: a value larger than this (the bytes of its JSON text; a native
       value's size is measured as `sizes` says) gets `too_large` without being read, on
-      every engine; None: no limit. Checked before any other rule: it is the first code.
+      every engine. None (from Python only: a job's YAML null and an absent flag mean
+      the default) reads every value whole. Checked before any other rule: it is the
+      first code.
     - `profile`: `"sample"` adds the rules of a conversation sample type: roles system,
       user and assistant only; at least one user and one assistant turn; tool and
       function turns refused (`tool_turn`). See `sample_profile()`.
@@ -139,7 +141,7 @@ class ChatFormat:
     max_value_bytes: int | None = _option(
         MAX_VALUE_BYTES,
         "the largest value read, in bytes of JSON text (16 MiB: far past any trainer's context); "
-        "a larger one gets too_large, unread; null (YAML, Python) for no limit",
+        "a larger one gets too_large, unread; at least 1 (from Python, None: no limit)",
         "N",
     )
     tools: bool = _option(False, "tool calling: the tool role, tool_calls on assistant messages, answered calls")
