@@ -177,3 +177,29 @@ def test_the_command_line_job_on_text_that_isnt_utf8_exits_0_with_the_row_quaran
     assert "Traceback" not in done.stderr and "isn't UTF-8" in done.stderr
     quarantine = read_delta(tmp_path / "q")
     assert quarantine["pb_reason_"].to_pylist() == ["not_messages"]
+
+
+@pytest.mark.parametrize("dedup", ["on", "off"])
+def test_the_embedded_engine_reads_every_file_and_column_of_the_table_unchecked(tmp_path, dedup):
+    """Files written apart (a column added in the second, timestamps), the bad text in the
+    first: the rows read unchecked are the rows deltalake reads."""
+    from datetime import datetime
+
+    from chatgate.engines.ibis.duckdb import DuckDBEngine
+
+    source = str(tmp_path / "chats")
+    stamp = pa.array([datetime(2024, 1, 2, 3, 4, 5)] * 3, pa.timestamp("us"))
+    first = pa.table({"id": [1, 2, 3], "at": stamp, "messages": _unchecked_strings([GOOD, BAD_UTF8["in-content"], GOOD])})
+    write_deltalake(source, first)
+    second = pa.table({"id": [4, 5], "at": stamp[:2], "messages": [GOOD.decode(), "[]"], "extra": ["a", "b"]})
+    write_deltalake(source, second, mode="append", schema_mode="merge")
+    backend = DuckDBEngine()
+    table, _ = backend.open_source(source, None)
+    judged = backend.judge(table, "messages", ChatFormat(), dedup=dedup)
+    assert judged.reasons == {"not_messages": 1, "no_messages": 1}
+    annotated = backend.preview(judged.annotated, 10).sort_by("id")
+    assert annotated.column(REASON_COLUMN).to_pylist() == [None, "not_messages", None, None, "no_messages"]
+    assert annotated["extra"].to_pylist() == [None, None, None, "a", "b"]
+    expected = read_delta(source).sort_by("id")
+    assert annotated["at"].to_pylist() == expected["at"].to_pylist()
+    assert annotated["id"].to_pylist() == expected["id"].to_pylist()

@@ -231,8 +231,9 @@ class UncheckedParquet:
         import pyarrow.parquet as pq
 
         self.files = files
-        found = pa.unify_schemas([pq.read_schema(f) for f in files], promote_options="permissive")
-        self.table_schema = found if schema is None else schema
+        if schema is None:
+            schema = pa.unify_schemas([pq.read_schema(f) for f in files], promote_options="permissive")
+        self.table_schema = schema
         fields = list(self.table_schema) + ([pa.field(ROW_ID, pa.int64())] if row_ids else [])
         self.schema = pa.schema(fields)
         self.row_ids = row_ids
@@ -248,20 +249,24 @@ class UncheckedParquet:
         import pyarrow.parquet as pq
 
         for index, path in enumerate(self.files):
-            handle = pq.ParquetFile(path)
-            present = [name for name in self.table_schema.names if name in handle.schema_arrow.names]
-            first = 0
-            for batch in handle.iter_batches(batch_size=self.BATCH_ROWS, columns=present or None):
-                n = batch.num_rows
-                arrays = [
-                    _conform(batch.column(f.name), f.type) if f.name in present else pa.nulls(n, f.type)
-                    for f in self.table_schema
-                ]
-                if self.row_ids:
-                    ids = (index << ROWS_PER_FILE_BITS) + first + np.arange(n, dtype=np.int64)
-                    arrays.append(pa.array(ids, pa.int64()))
-                first += n
-                yield pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+            with pq.ParquetFile(path) as handle:
+                present = [name for name in self.table_schema.names if name in handle.schema_arrow.names]
+                first = 0
+                for batch in handle.iter_batches(batch_size=self.BATCH_ROWS, columns=present or None):
+                    yield self._conformed(batch, present, index, first)
+                    first += batch.num_rows
+
+    def _conformed(self, batch: pa.RecordBatch, present: list[str], index: int, first: int) -> pa.RecordBatch:
+        """A batch of a file's rows with the schema's columns (and row ids from `first` on)."""
+        n = batch.num_rows
+        arrays = [
+            _conform(batch.column(f.name), f.type) if f.name in present else pa.nulls(n, f.type)
+            for f in self.table_schema
+        ]
+        if self.row_ids:
+            ids = (index << ROWS_PER_FILE_BITS) + first + np.arange(n, dtype=np.int64)
+            arrays.append(pa.array(ids, pa.int64()))
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
 
 def _conform(array: pa.Array, kind: pa.DataType) -> pa.Array:
