@@ -1,5 +1,6 @@
 """chatgate: find malformed chat conversations in lakehouse tables and set them aside."""
 
+from ._version import __version__ as __version__
 from .errors import ChatgateError, ConfigError, OutputError, SourceError
 from .report import StepReport
 from .rules import REASONS, ChatFormat, check_batch, first_problem, repair
@@ -28,4 +29,3 @@ __all__ = [
     "repair",
     "starts_with",
 ]
-__version__ = "0.1.0"

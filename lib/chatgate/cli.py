@@ -11,7 +11,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from . import __version__
+from ._version import __version__
 from .engines.base import DEDUP_MODES
 from .errors import ConfigError, one_line
 from .job.config import DEFAULT_MEMORY_LIMIT, ENGINES, load_config

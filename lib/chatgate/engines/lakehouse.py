@@ -22,7 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from .. import __version__
+from .._version import __version__
 from ..errors import ChatgateError, ConfigError, OutputError
 from .base import Engine
 

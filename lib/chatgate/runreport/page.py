@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from .. import __version__
+from .._version import __version__
 from ..steps import failure_sentence
 from .chart import history_svg
 from .model import LEVELS, ReasonExamples, RunReport, StepSummary
