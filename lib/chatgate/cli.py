@@ -14,7 +14,8 @@ from typing import Any
 from ._version import __version__
 from .engines.base import DEDUP_MODES
 from .errors import ConfigError, one_line
-from .job.config import DEFAULT_MEMORY_LIMIT, ENGINES, load_config
+from .job.config import DEFAULT_MEMORY_LIMIT, load_config
+from .job.registry import BACKENDS, ENGINES
 from .job.runner import EXIT_CRITICAL, EXIT_ERROR, EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from .rules import FORMATS
 from .rules.options import chat_options, kind_of
@@ -28,6 +29,8 @@ from .runreport.command import (
 from .step_params import TURNS
 
 NOT_OVERRIDES = ("config", "command", "quiet", "debug")
+
+ENGINE_HELP = "; ".join(f"{name}: {b.description}" for name, b in BACKENDS.items()) + f" (default: {ENGINES[0]})"
 
 
 def build_parser(prog: str = "chatgate") -> argparse.ArgumentParser:
@@ -88,10 +91,13 @@ exit status:
 def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The job's flags: each overrides the same key of --config."""
     p.add_argument("--config", metavar="FILE", help="YAML job config (see conf/example.yaml)")
-    p.add_argument("--engine", choices=ENGINES, help="duckdb (default, one machine) or spark")
+    p.add_argument("--engine", choices=ENGINES, help=ENGINE_HELP)
     p.add_argument("--source", help="Delta table path (or Parquet), or a catalog table on Spark")
     p.add_argument("--source-version", dest="source_version", type=int, metavar="N",
                    help="read this Delta version of the source (default: the latest, pinned for the whole run)")
+    p.add_argument("--since", metavar="last|N",
+                   help="check only the rows inserted since the last complete run of this check (last), "
+                   "or after Delta version N; a full run, saying why, where that can't be done")
     p.add_argument("--column", dest="columns", action="append", metavar="NAME", help="chat column; repeat for more")
     add_check_flags(p)
     p.add_argument("--tools-column", dest="tools_column", help="the row's declared tools (with --tools)")
@@ -151,7 +157,7 @@ exit status:
 def add_clean_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--run-id", dest="run_id", required=True, help="the run whose rows to delete")
     p.add_argument("--config", metavar="FILE", help="take the output tables (and engine) from this job config")
-    p.add_argument("--engine", choices=ENGINES, help="duckdb (default) or spark")
+    p.add_argument("--engine", choices=ENGINES, help=ENGINE_HELP)
     for name in ("quarantine", "summary", "valid", "fixed"):
         p.add_argument(f"--{name}", help=f"the {name} table")
     p.add_argument("--debug", action="store_true", help="on failure, print the whole traceback")

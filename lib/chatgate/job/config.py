@@ -34,8 +34,9 @@ from ..rules.options import chat_options, from_text, kind_of
 from ..step_params import TURNS, Turns
 from ..thresholds import Thresholds
 from .locations import check_locations
+from .registry import ENGINES
+from .since import SINCE_LAST
 
-ENGINES = ("duckdb", "spark")
 _CHECK_KEYS = tuple(f.name for f in fields(ChatFormat))
 RUN_ID_MAX_LENGTH = 250
 
@@ -143,6 +144,8 @@ class JobConfig:
     thresholds: Thresholds = field(default_factory=Thresholds)
     dedup: Dedup = "auto"
     source_version: int | None = None
+    since: str | int | None = None
+    """`last`, or a Delta version: check only the rows the commits after it inserted (see job/since.py)."""
     embedded: EmbeddedConfig = field(default_factory=EmbeddedConfig)
     turns: Turns = "first"
     """first: a failing row's code; all: also every problem of its value, in the quarantine's pb_reasons_."""
@@ -171,6 +174,10 @@ class JobConfig:
             isinstance(self.source_version, bool) or not isinstance(self.source_version, int) or self.source_version < 0
         ):
             raise ConfigError(f"source_version: {self.source_version!r} isn't a Delta version (0, 1, 2, ...)")
+        if self.since is not None and self.since != SINCE_LAST and (
+            isinstance(self.since, bool) or not isinstance(self.since, int) or self.since < 0
+        ):
+            raise ConfigError(f"since: {self.since!r} is neither 'last' nor a Delta version (0, 1, 2, ...)")
         if self.fix and not self.outputs.fixed:
             raise ConfigError("outputs.fixed: name where to write the rows the repairs fixed (--fixed PATH)")
         if self.outputs.fixed and not self.fix:
@@ -201,7 +208,7 @@ def new_run_id() -> str:
 
 
 TOP_KEYS = {
-    "source", "source_version", "engine", "columns", "dataset", "checks", "outputs", "thresholds", "run_id", "dedup",
+    "source", "source_version", "since", "engine", "columns", "dataset", "checks", "outputs", "thresholds", "run_id", "dedup",
     "embedded", "fix", "valid_includes_fixed", "turns",
 }
 _OUTPUT_KEYS = ("quarantine", "summary", "valid", "fixed")
@@ -273,6 +280,7 @@ def build_config(raw: dict[str, Any], overrides: dict[str, Any]) -> JobConfig:
         engine=_given(overrides, raw, "engine", "duckdb"),
         run_id=new_run_id() if run_id is _UNSET or run_id is None else _named_text("run_id", run_id),
         source_version=_source_version(_given(overrides, raw, "source_version")),
+        since=_since(_given(overrides, raw, "since")),
         thresholds=_thresholds(thresholds),
         dedup=_dedup(_given(overrides, raw, "dedup", "auto")),
         embedded=_embedded(raw, overrides),
@@ -343,6 +351,15 @@ def _source_version(value: Any) -> int | None:
     text = str(value).strip()
     if isinstance(value, bool) or not re.fullmatch(r"\d+", text):
         raise ConfigError(f"source_version: {value!r} isn't a Delta version (0, 1, 2, ...)")
+    return int(text)
+
+
+def _since(value: Any) -> str | int | None:
+    if value is None or value == SINCE_LAST:
+        return value
+    text = str(value).strip()
+    if isinstance(value, bool) or not re.fullmatch(r"\d+", text):
+        raise ConfigError(f"since: {value!r} is neither 'last' nor a Delta version (0, 1, 2, ...)")
     return int(text)
 
 

@@ -49,6 +49,10 @@ SUMMARY_SCHEMA = pa.schema(
         ("engine", pa.string()),
         ("source", pa.string()),
         ("source_version", pa.int64()),
+        ("source_version_from", pa.int64()),
+        ("scope", pa.string()),
+        ("rows_read", pa.int64()),
+        ("fingerprint", pa.string()),
         ("step", pa.int32()),
         ("column", pa.string()),
         ("assertion", pa.string()),
@@ -65,6 +69,17 @@ SUMMARY_SCHEMA = pa.schema(
         ("parameters", pa.string()),
     ]
 )
+
+
+@dataclass(frozen=True)
+class ReadScope:
+    """What a run read: the whole snapshot, or the rows inserted after `since` (exclusive)."""
+
+    scope: str = "full"
+    since: int | None = None
+    rows: int | None = None
+    fingerprint: str | None = None
+    """The check's fingerprint (see job/since.py), which `--since last` looks for."""
 
 
 @dataclass
@@ -92,8 +107,10 @@ def summary_table(
     engine: str,
     source: str,
     source_version: int | None,
+    read: ReadScope | None = None,
 ) -> pa.Table:
     """One row per step of the run, in SUMMARY_SCHEMA."""
+    read = read or ReadScope()
     rows = [
         {
             SUMMARY_RUN_ID: run_id,
@@ -102,6 +119,10 @@ def summary_table(
             "engine": engine,
             "source": source,
             "source_version": source_version,
+            "source_version_from": read.since,
+            "scope": read.scope,
+            "rows_read": read.rows,
+            "fingerprint": read.fingerprint,
             "step": r.step,
             "column": r.column,
             "assertion": r.assertion,

@@ -22,7 +22,7 @@ import shlex
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, TypeVar
 
@@ -53,7 +53,10 @@ from .config import EmbeddedConfig, JobConfig
 from .fixes import BEFORE, FixPlan, fixed_as_valid, fixed_output, repair_failing, step_fix_counts
 from .hints import run_hints
 from .limits import check_memory_limits
-from .outputs import SUMMARY_RUN_ID, SUMMARY_SCHEMA, StepResult, output_columns, summary_table
+from .locations import resolve
+from .outputs import SUMMARY_RUN_ID, SUMMARY_SCHEMA, ReadScope, StepResult, output_columns, summary_table
+from .registry import store_for
+from .since import LAST_RUN_COLUMNS, SINCE_LAST, ReadPlan, check_fingerprint, last_checked_version, read_plan
 
 log = logging.getLogger("chatgate.job")
 
@@ -113,7 +116,7 @@ def engine_for_job(config: JobConfig) -> LakehouseEngine:
 
 
 def lakehouse_engine(name: str, embedded: EmbeddedConfig) -> LakehouseEngine:
-    """The lakehouse engine called `name` (one of config.ENGINES), imported only when asked for."""
+    """The lakehouse engine called `name` (one of registry.ENGINES), imported only when asked for."""
     if name == "spark":
         from ..engines.spark import SparkEngine
 
@@ -157,6 +160,7 @@ def _run(config: JobConfig, engine: LakehouseEngine) -> RunResult:
         )
     # Everything about the outputs that needs no data, before the check pass reads any.
     check_targets(engine, config, source_columns)
+    table, read = _rows_to_read(engine, config, table, source_version, checks)
 
     annotated = table
     results: list[StepResult] = []
@@ -183,7 +187,9 @@ def _run(config: JobConfig, engine: LakehouseEngine) -> RunResult:
             )
         )
 
-    table_step = _table_step(TableCheck.of(checks), results, source_columns, config)
+    # A table check judges the whole table: a run that read the changes only leaves it to full runs.
+    table_step = _table_step(TableCheck.of(checks), results, source_columns, config) if read.scope == "full" else None
+    read = replace(read, rows=results[0].judged.units if results else None)
     # With --fix, the quarantine and the fixed table read the repaired failing rows, kept apart.
     reads = (1 if config.fix else len(results)) + (1 if config.outputs.valid else 0)
     with engine.reused(annotated) if reads > 1 else nullcontext(annotated) as annotated:
@@ -196,7 +202,7 @@ def _run(config: JobConfig, engine: LakehouseEngine) -> RunResult:
             if plan is not None and repaired is not None:
                 _count_fixes(engine, repaired, plan, results)
             summary_steps = results + ([table_step] if table_step else [])
-            counts = _write_outputs(engine, config, outputs, summary_steps, started_at, source_version)
+            counts = _write_outputs(engine, config, outputs, summary_steps, started_at, source_version, read)
         try:
             hints = run_hints(engine, annotated, results, checks)
         except Exception:  # noqa: BLE001 - the run is written; a hint that can't be made is only logged
@@ -213,6 +219,29 @@ def _run(config: JobConfig, engine: LakehouseEngine) -> RunResult:
         fixed=counts.get("fixed"),
         hints=hints,
     )
+
+
+def _rows_to_read(
+    engine: LakehouseEngine, config: JobConfig, table: Any, source_version: int | None, checks: list[RowCheck]
+) -> tuple[Any, ReadScope]:
+    """The rows this run checks: the snapshot, or with --since the rows inserted since (see job/since.py)."""
+    where = resolve(config.source, catalog_names=config.engine == "spark")
+    fingerprint = check_fingerprint(where, [c.as_dict() for c in checks], {"turns": config.turns, "fix": list(config.fix)})
+    if config.since is None:
+        return table, ReadScope(fingerprint=fingerprint)
+    store = store_for(engine)
+    last = None
+    if config.since == SINCE_LAST:
+        last = last_checked_version(store.read_columns(config.outputs.summary, LAST_RUN_COLUMNS), fingerprint)
+    plan = read_plan(config.since, pinned=source_version, last=last)
+    if plan.scope == "changes" and plan.since is not None and source_version is not None:
+        changed = store.changes(config.source, plan.since, source_version)
+        if changed.table is not None:
+            log.info("--since %s: %s", config.since, plan.why)
+            return changed.table, ReadScope("changes", plan.since, fingerprint=fingerprint)
+        plan = ReadPlan("full", why=f"{changed.why_not}: a full run")
+    log.warning("--since %s: %s", config.since, plan.why)
+    return table, ReadScope(fingerprint=fingerprint)
 
 
 def _table_step(
@@ -379,6 +408,7 @@ def _write_outputs(
     results: list[StepResult],
     started_at: datetime,
     source_version: int | None,
+    read: ReadScope,
 ) -> dict[str, int]:
     run_id, summary_target = config.run_id, config.outputs.summary
     # An earlier attempt with this run id stops counting as complete before its rows change.
@@ -401,6 +431,7 @@ def _write_outputs(
             engine=config.engine,
             source=config.source,
             source_version=source_version,
+            read=read,
         )
         written.append(("summary", summary_target))
         _retrying(
