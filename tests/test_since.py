@@ -157,3 +157,13 @@ def test_since_a_version_reads_the_rows_after_it(tmp_path, engine, backend):
     new = _append(source, 1000, 12, 2)
     run(job_config(tmp_path, source, engine, CHECKS, run_id="r1", since=0), backend)
     _assert_read_exactly(tmp_path, "r1", new)
+
+
+def test_a_retried_run_with_the_same_id_reads_what_its_first_attempt_read(tmp_path, engine, backend):
+    source = str(tmp_path / "chats")
+    _append(source, 0, 40, 1)
+    _since(tmp_path, source, engine, backend, "r1")
+    new = _append(source, 1000, 15, 2)
+    _since(tmp_path, source, engine, backend, "r2")
+    _since(tmp_path, source, engine, backend, "r2")  # the task retried: same range, its rows replaced
+    _assert_read_exactly(tmp_path, "r2", new)

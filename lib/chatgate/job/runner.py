@@ -232,7 +232,8 @@ def _rows_to_read(
     store = store_for(engine)
     last = None
     if config.since == SINCE_LAST:
-        last = last_checked_version(store.read_columns(config.outputs.summary, LAST_RUN_COLUMNS), fingerprint)
+        summary = store.read_columns(config.outputs.summary, LAST_RUN_COLUMNS)
+        last = last_checked_version(summary, fingerprint, config.run_id)
     plan = read_plan(config.since, pinned=source_version, last=last)
     if plan.scope == "changes" and plan.since is not None and source_version is not None:
         changed = store.changes(config.source, plan.since, source_version)

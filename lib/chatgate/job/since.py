@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 SINCE_LAST = "last"
 
-LAST_RUN_COLUMNS = ("fingerprint", "source_version")
+LAST_RUN_COLUMNS = ("run_id", "fingerprint", "source_version")
 """What `--since last` reads of the summary table."""
 
 Scope = Literal["full", "changes"]
@@ -45,11 +45,17 @@ def check_fingerprint(source_location: str, checks: Sequence[dict[str, Any]], ex
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
-def last_checked_version(summary: pa.Table | None, fingerprint: str) -> int | None:
-    """The source version the last complete run with `fingerprint` read (from its summary rows)."""
-    if summary is None or summary.num_rows == 0 or "fingerprint" not in summary.column_names:
+def last_checked_version(summary: pa.Table | None, fingerprint: str, run_id: str) -> int | None:
+    """The source version the last complete run with `fingerprint` read (from its summary rows).
+
+    The run's own earlier attempt (the same `run_id`) doesn't count: a retried task reads what
+    its first attempt read, and replaces its rows.
+    """
+    if summary is None or summary.num_rows == 0:
         return None
-    same = summary.filter(pc.equal(summary["fingerprint"], fingerprint))
+    same = summary.filter(
+        pc.and_(pc.equal(summary["fingerprint"], fingerprint), pc.not_equal(summary["run_id"], run_id))
+    )
     versions = [v for v in same["source_version"].to_pylist() if v is not None]
     return max(versions) if versions else None
 
