@@ -11,7 +11,9 @@ task; `make airflow-test` imports it and runs it (see README, "Airflow DAG").
   Airflow task through `chatgate.airflow.run_chatgate`, "spark" submits `jobs/validate_chat.py`
   with `SparkSubmitOperator`.
 - Both pass the DAG run's id as the job's run id, so a retried or cleared task replaces its
-  own rows in the output tables instead of adding them twice.
+  own rows in the output tables instead of adding them twice, and `--since last`, so each
+  run checks only the rows inserted since the last complete run (a retried task re-reads
+  the range its first attempt read).
 - `passed_thresholds` decides whether training runs: below the error level it goes on; at the
   error level it skips `train_model` (the DAG run still succeeds: the bad rows are in the
   quarantine table); at the critical level it fails. On the Spark path the job's exit status
@@ -73,7 +75,8 @@ def chatgate() -> None:
 
         assert params is not None
         # fail_on_error=False: the thresholds are judged by passed_thresholds, from the summary.
-        return run_chatgate(params["config"], engine="duckdb", run_id=run_id, fail_on_error=False)
+        # since="last": each run checks only the rows inserted since the last complete run.
+        return run_chatgate(params["config"], engine="duckdb", run_id=run_id, since="last", fail_on_error=False)
 
     # The cluster job, as README's spark-submit example (YARN, cluster mode): the packed
     # environment (--archives) for the driver and the executors, Delta's jars (--jars), the
@@ -91,7 +94,9 @@ def chatgate() -> None:
         jars=",".join(DELTA_JARS),
         files="{{ params.config }}",
         name="chatgate-{{ run_id }}",
-        application_args=["--config", "{{ params.config.split('/')[-1] }}", "--run-id", "{{ run_id }}"],
+        application_args=[
+            "--config", "{{ params.config.split('/')[-1] }}", "--run-id", "{{ run_id }}", "--since", "last"
+        ],
     )
 
     @task.short_circuit(trigger_rule=TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS)

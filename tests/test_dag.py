@@ -113,11 +113,12 @@ def test_the_spark_path_leads_to_training(report):
 def test_the_spark_task_renders_the_run_id_into_its_command(report):
     run_id = "scheduled__2026-12-02T00:00:00+00:00"
     args = report["spark"]["application_args"]
-    assert args == ["--config", "passing.yaml", "--run-id", run_id]
+    assert args == ["--config", "passing.yaml", "--run-id", run_id, "--since", "last"]
     command = report["spark"]["command"]
     assert command[0] == "spark-submit"
-    assert command[-5:] == ["/opt/chatgate/jobs/validate_chat.py", *args]
-    flags = dict(zip(command[1:-5:2], command[2:-5:2]))
+    tail = len(args) + 1
+    assert command[-tail:] == ["/opt/chatgate/jobs/validate_chat.py", *args]
+    flags = dict(zip(command[1:-tail:2], command[2:-tail:2]))
     assert flags["--deploy-mode"] == "cluster"
     assert flags["--archives"] == "/opt/chatgate/dist/chatgate-env.tar.gz#environment"
     assert flags["--jars"] == (
