@@ -16,12 +16,22 @@ from typing import Any
 import ibis
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, WriterProperties, write_deltalake
-from deltalake.exceptions import CommitFailedError, SchemaMismatchError, TableNotFoundError
+from deltalake.exceptions import CommitFailedError, DeltaError, SchemaMismatchError, TableNotFoundError
 
-from ...errors import OutputError, SourceError
+from ...errors import ChatgateError, OutputError, SourceError
 from ..lakehouse import LakehouseEngine, commit_metadata, is_local_path, local_target_state, pinned_version
 from ..parquet_files import quote_identifier
-from ..tables import default_connection, delta_version, open_table, record_batches
+from ..tables import (
+    DeltaLogError,
+    default_connection,
+    delta_error_text,
+    delta_version,
+    error_chain,
+    no_space_left,
+    open_table,
+    record_batches,
+    rust_panics_logged,
+)
 from . import CHUNK_SIZE, IbisEngine
 from .plan import JoinOn
 
@@ -68,11 +78,15 @@ class DuckDBEngine(IbisEngine, LakehouseEngine):
     def open_source(self, source: str, version: int | None) -> tuple[Any, int | None]:
         try:
             latest = delta_version(source)
+        except DeltaLogError as exc:
+            raise SourceError(f"can't read the source {source!r}: {exc.problem}") from exc
         except (FileNotFoundError, ValueError, OSError) as exc:
             raise SourceError(f"can't read the source {source!r}: {exc}") from None
         pinned = pinned_version(source, latest, version)
         try:
             return open_table(source, con=self.con, version=pinned, row_ids=True), pinned
+        except DeltaLogError as exc:
+            raise SourceError(f"can't read the source {source!r}: {exc.problem}") from exc
         except (FileNotFoundError, ValueError, OSError) as exc:
             raise SourceError(f"can't read the source {source!r}: {exc}") from None
 
@@ -142,6 +156,26 @@ class DuckDBEngine(IbisEngine, LakehouseEngine):
         table = _delta_table(target)
         return None if table is None else [f.name for f in table.schema().fields]
 
+    def explain(self, error: BaseException) -> ChatgateError | None:
+        if isinstance(error, ChatgateError):
+            return None
+        chain = list(error_chain(error))
+        if no_space_left(error):
+            return ChatgateError(
+                f"no space left on device ({_short(delta_error_text(error))}); free space on that disk, "
+                "or point DuckDB's spill folder to a larger one with --temp-dir PATH, then rerun"
+            )
+        if any(isinstance(e, MemoryError) or type(e).__name__ == "OutOfMemoryException" for e in chain):
+            return ChatgateError(
+                f"the embedded engine ran out of memory ({_short(delta_error_text(error))}); "
+                "raise --memory-limit (DuckDB spills past it), lower --threads, or lower max_value_bytes "
+                "(a larger value is reported too_large without being parsed)"
+            )
+        delta = next((e for e in chain if isinstance(e, DeltaError)), None)
+        if delta is not None:
+            return ChatgateError(f"deltalake failed: {delta_error_text(delta)} (rerun with --debug for details)")
+        return None
+
     def replace_run(self, table: Any, target: str, run_id_column: str, run_id: str) -> int:
         return self._write(record_batches(table, chunk_size=WRITE_CHUNK_ROWS), target, run_id_column, run_id)
 
@@ -152,33 +186,47 @@ class DuckDBEngine(IbisEngine, LakehouseEngine):
         reader, counter = _counted(reader)
         tagged = CommitProperties(custom_metadata=commit_metadata(run_id))
         try:
-            if _delta_table(target) is None:
-                write_deltalake(target, reader, mode="append", commit_properties=tagged, **WRITE_SETTINGS)
-            else:
-                # One commit removes the run's old rows and adds the new ones: a rerun never duplicates.
-                write_deltalake(
-                    target,
-                    reader,
-                    mode="overwrite",
-                    predicate=equals_sql(run_id_column, run_id),
-                    schema_mode="merge",  # the run checked the columns first: only chatgate's new ones are added
-                    commit_properties=tagged,
-                    **WRITE_SETTINGS,
-                )
+            with rust_panics_logged():
+                self._write_delta(reader, target, run_id_column, run_id, tagged)
         except SchemaMismatchError as exc:
             raise OutputError(
                 f"can't write to {target!r}, its columns' types differ from this run's ({exc}); "
                 "write to a new path, or move the old table aside"
             ) from None
+        except Exception as exc:
+            if no_space_left(exc):
+                raise OutputError(
+                    f"no space left on device writing {target!r}; free space on its disk, "
+                    "or write that output to another path, then rerun"
+                ) from exc
+            raise
         return counter[0]
+
+    def _write_delta(
+        self, reader: pa.RecordBatchReader, target: str, run_id_column: str, run_id: str, tagged: CommitProperties
+    ) -> None:
+        if _delta_table(target) is None:
+            write_deltalake(target, reader, mode="append", commit_properties=tagged, **WRITE_SETTINGS)
+        else:
+            # One commit removes the run's old rows and adds the new ones: a rerun never duplicates.
+            write_deltalake(
+                target,
+                reader,
+                mode="overwrite",
+                predicate=equals_sql(run_id_column, run_id),
+                schema_mode="merge",  # the run checked the columns first: only chatgate's new ones are added
+                commit_properties=tagged,
+                **WRITE_SETTINGS,
+            )
 
     def delete_run(self, target: str, run_id_column: str, run_id: str) -> None:
         table = _delta_table(target)
         if table is not None:
-            table.delete(
-                equals_sql(run_id_column, run_id),
-                commit_properties=CommitProperties(custom_metadata=commit_metadata(run_id)),
-            )
+            with rust_panics_logged():
+                table.delete(
+                    equals_sql(run_id_column, run_id),
+                    commit_properties=CommitProperties(custom_metadata=commit_metadata(run_id)),
+                )
 
     def is_conflict(self, error: BaseException) -> bool:
         return isinstance(error, CommitFailedError) or "version already exists" in str(error).lower()
@@ -194,6 +242,12 @@ def _delta_table(target: str) -> DeltaTable | None:
         return DeltaTable(target)
     except TableNotFoundError:
         return None
+    except DeltaError as error:  # a corrupt log: named, with what to do
+        raise OutputError(f"can't write to {target!r}: {DeltaLogError(target, error).problem}") from error
+
+
+def _short(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _counted(reader: pa.RecordBatchReader) -> tuple[pa.RecordBatchReader, list[int]]:
