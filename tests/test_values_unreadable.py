@@ -203,3 +203,14 @@ def test_the_embedded_engine_reads_every_file_and_column_of_the_table_unchecked(
     expected = read_delta(source).sort_by("id")
     assert annotated["at"].to_pylist() == expected["at"].to_pylist()
     assert annotated["id"].to_pylist() == expected["id"].to_pylist()
+
+
+def test_text_that_isnt_utf8_in_a_column_no_step_judges_is_written_as_it_is(tmp_path, engine, backend):
+    """The outputs copy every source column: a bad byte outside the chat column doesn't fail the write."""
+    source = tmp_path / "chats"
+    note = _unchecked_strings([b"ok", b"caf\xe9", b"\xff"])
+    write_deltalake(str(source), pa.table({"id": [1, 2, 3], "note": note, "messages": [GOOD.decode(), "[]", GOOD.decode()]}))
+    result = run(job_config(tmp_path, str(source), engine, {}), backend)
+    assert (result.quarantined, result.valid) == (1, 2)
+    written = pa.concat_tables([read_delta(tmp_path / "quarantine").select(["id", "note"]), read_delta(tmp_path / "valid").select(["id", "note"])])
+    assert written.sort_by("id").column("note").equals(read_delta(source).sort_by("id").column("note"))

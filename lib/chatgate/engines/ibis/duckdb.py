@@ -20,7 +20,7 @@ from deltalake.exceptions import CommitFailedError, DeltaError, SchemaMismatchEr
 
 from ...errors import ChatgateError, OutputError, SourceError
 from ..lakehouse import LakehouseEngine, commit_metadata, is_local_path, local_target_state, pinned_version
-from ..parquet_files import quote_identifier
+from ..parquet_files import quote_identifier, read_despite_bad_text
 from ..tables import (
     DeltaLogError,
     default_connection,
@@ -177,7 +177,12 @@ class DuckDBEngine(IbisEngine, LakehouseEngine):
         return None
 
     def replace_run(self, table: Any, target: str, run_id_column: str, run_id: str) -> int:
-        return self._write(record_batches(table, chunk_size=WRITE_CHUNK_ROWS), target, run_id_column, run_id)
+        # A file whose text isn't UTF-8 in a column no step judged is read again unchecked: nothing
+        # was committed before DuckDB refused it, so the write starts over.
+        return read_despite_bad_text(
+            self.con,
+            lambda: self._write(record_batches(table, chunk_size=WRITE_CHUNK_ROWS), target, run_id_column, run_id),
+        )
 
     def write_arrow(self, rows: pa.Table, target: str, run_id_column: str, run_id: str) -> None:
         self._write(rows.to_reader(), target, run_id_column, run_id)
