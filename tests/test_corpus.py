@@ -26,6 +26,7 @@ from chatgate.rules import (
     first_codes,
     first_problem,
     first_row_problem,
+    format_codes,
     sample_profile,
 )
 
@@ -340,4 +341,4 @@ def test_core_check_alone_misses_and_quarantines():
     # only seen as unknown roles, and pass once "tool" is merely allowed.
     assert judged(qwen, roles=["system", "user", "assistant", "tool"]) == {}
     assert judged(qwen, tools=True) == {"unknown_tool": 6}
-    assert ChatFormat(tools=True).codes()  # the options are plain ChatFormat fields
+    assert format_codes(ChatFormat(tools=True))  # the options are plain ChatFormat fields

@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chatgate.rules import check_batch, first_problem, first_reason, format_from, reason_rank
-from chatgate.rules.judge import BAD, PARTS, WHOLE, Conversation, active_rules, judge
+from chatgate.rules.conversation import PARTS, WHOLE, Conversation
+from chatgate.rules.judge import BAD, active_rules, judge
 from chatgate.rules.locate import locate_array, location_of, problems_array, problems_of, read_value
 from chatgate.rules.locate_sites import WHOLE_VALUE_CODES
 from chatgate.rules.messages import Read

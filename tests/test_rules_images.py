@@ -25,6 +25,7 @@ from chatgate.rules import (
     dataset_checks,
     first_problem,
     first_row_problem,
+    format_codes,
     phrase,
 )
 from chatgate.rules.parts import data_url_bytes, data_url_ok
@@ -282,7 +283,7 @@ def test_a_new_code_has_its_note(code, one):
 
 def test_the_codes_a_format_can_give():
     fmt = ChatFormat(image_data_urls=True, max_image_bytes=9, image_roles=["user"], max_images=2, part_types=["text"])
-    assert fmt.codes() == (
+    assert format_codes(fmt) == (
         "too_large", "not_messages", "no_messages", "bad_message", "bad_content_type", "bad_image_url", "image_too_large",
         "unknown_role", "image_role", "system_position", "not_alternating", "empty_content", "too_many_images",
     )
@@ -316,7 +317,7 @@ def test_the_options_are_checked():
 def test_reading_options_keep_the_fast_path():
     """standard_parts and single_message_answers change how a row is read, not a conversation."""
     assert ChatFormat(standard_parts=True, single_message_answers=True).is_core
-    assert ChatFormat(standard_parts=True).codes() == ChatFormat().codes()
+    assert format_codes(ChatFormat(standard_parts=True)) == format_codes(ChatFormat())
 
 
 def test_the_together_profile_sets_the_image_rules():

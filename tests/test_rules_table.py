@@ -17,17 +17,14 @@ from chatgate.rules import (
     ChatFormat,
     check_batch,
     first_problem,
+    format_codes,
     sample_profile,
 )
 from chatgate.rules.batch import _StrictPath
+from chatgate.rules.conversation import COMPLETION, PARTS, PROMPT, WHOLE, Conversation
 from chatgate.rules.judge import (
-    COMPLETION,
-    PARTS,
-    PROMPT,
     RULES,
     SWITCHES,
-    WHOLE,
-    Conversation,
     active_rules,
     first_code,
     judge,
@@ -304,7 +301,7 @@ def test_active_rules_are_chosen_once_per_format():
     ids=["defaults", "harmony", "sample"],
 )
 def test_format_codes_come_from_the_table(fmt, codes):
-    assert fmt.codes() == codes
+    assert format_codes(fmt) == codes
 
 
 # --- The batch checker's fast path ------------------------------------------------------------

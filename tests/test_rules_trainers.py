@@ -21,6 +21,7 @@ from chatgate.rules import (
     check_batch,
     dataset_checks,
     first_problem,
+    format_codes,
     format_from,
     phrase,
 )
@@ -240,7 +241,7 @@ def test_a_new_code_has_its_note(code, one):
 def test_the_codes_a_format_can_give():
     fmt = ChatFormat(min_messages=2, require_roles=["assistant"], content_types="text", weight_key="w",
                      allowed_keys=[], legacy_functions=True)
-    assert fmt.codes() == (
+    assert format_codes(fmt) == (
         "too_large", "not_messages", "no_messages", "too_few_messages", "bad_message", "unknown_key", "bad_content_type",
         "bad_weight", "bad_function_call", "unknown_role", "system_position", "missing_role",
         "not_alternating", "empty_content",

@@ -25,6 +25,7 @@ from chatgate.rules import (
     dataset_checks,
     first_problem,
     first_row_problem,
+    format_codes,
     locate_array,
     phrase,
     problems_array,
@@ -45,8 +46,8 @@ MESSAGE = pa.struct([("role", pa.string()), ("content", pa.string())])
 def test_the_default_limit_is_16_mib_and_the_code_comes_first():
     assert ChatFormat().max_value_bytes == MAX_VALUE_BYTES == 16 * 2**20
     assert ALL_REASONS[0] == "too_large"
-    assert ChatFormat().codes()[:2] == ("too_large", "not_messages")
-    assert "too_large" not in ChatFormat(max_value_bytes=None).codes()
+    assert format_codes(ChatFormat())[:2] == ("too_large", "not_messages")
+    assert "too_large" not in format_codes(ChatFormat(max_value_bytes=None))
     assert phrase("too_large", 1) == "1 is too large to read (`too_large`)"
     assert phrase("too_large", 3) == "3 are too large to read (`too_large`)"
 

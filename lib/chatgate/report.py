@@ -3,17 +3,42 @@
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
 
 from .names import MESSAGE, REASON, REASONS
 from .rules import locate_row
 from .steps import Step
+from .thresholds import Thresholds
 
 if TYPE_CHECKING:
     from .engines.base import Engine
-    from .validate import Validate
+
+
+class Validation(Protocol):
+    """What the reports read of a `Validate` (which is one: the reports don't import it)."""
+
+    @property
+    def engine(self) -> Engine: ...
+
+    @property
+    def tbl_name(self) -> str | None: ...
+
+    @property
+    def label(self) -> str | None: ...
+
+    @property
+    def thresholds(self) -> Thresholds: ...
+
+    @property
+    def steps(self) -> list[Step]: ...
+
+    @property
+    def time_start(self) -> datetime | None: ...
+
+    def get_health(self) -> dict[str, float]: ...
 
 
 def _esc(text: str) -> str:
@@ -60,7 +85,7 @@ def step_cells(step: Step) -> list[str]:
     ]
 
 
-def _title(v: Validate) -> str:
+def _title(v: Validation) -> str:
     parts = ["chatgate validation", v.engine.name]
     if v.tbl_name:
         parts.append(v.tbl_name)
@@ -69,14 +94,14 @@ def _title(v: Validate) -> str:
     return " · ".join(parts)
 
 
-def notes(v: Validate) -> list[str]:
+def notes(v: Validation) -> list[str]:
     return [note for step in v.steps if (note := step.note())]
 
 
-def render_text(v: Validate) -> str:
-    """The validation table as text: one row per step, the notes under it."""
+def render_text(v: Validation, planned: int) -> str:
+    """The validation table as text: one row per step, the notes under it (before
+    interrogate(): how many step calls are `planned`)."""
     if v.time_start is None:
-        planned = len(v._plan)
         return f"{_title(v)}\n{planned} planned step call(s); call .interrogate() to run them."
     headers = ("STEP", "", "COLUMNS", "VALUES", "TBL", "EVAL", "UNITS", "PASS", "FAIL", "W", "E", "C", "EXT")
     rows = [step_cells(s) for s in v.steps]
@@ -94,11 +119,11 @@ def render_text(v: Validate) -> str:
     return "\n".join(lines)
 
 
-def render_html(v: Validate) -> str:
+def render_html(v: Validation, planned: int) -> str:
     """The validation table as HTML, for notebooks."""
     esc = _esc
     if v.time_start is None:
-        return f"<p>{esc(render_text(v))}</p>"
+        return f"<p>{esc(render_text(v, planned))}</p>"
     head = "".join(f"<th>{esc(h)}</th>" for h in ("STEP", "", *HEADERS[1:]))
     body = "".join(
         "<tr>" + "".join(f"<td>{esc(c)}</td>" for c in step_cells(s)) + "</tr>" for s in v.steps
@@ -235,3 +260,33 @@ def _cell(value: Any) -> str:
 
 def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def step_json(s: Step) -> dict[str, Any]:
+    """A step and its results, as `Validate.get_json_report` lists it."""
+    return {
+        "i": s.i,
+        "assertion_type": s.assertion_type,
+        "column": s.column,
+        "values": s.row_check.as_dict(),
+        "pre": s.pre is not None,
+        "segments": None if s.segment is None else list(s.segment),
+        "thresholds": s.thresholds.as_dict(),
+        "brief": s.brief_text(),
+        "active": s.active,
+        "dimension": s.dimension,
+        "eval_error": s.eval_error,
+        "all_passed": s.evaluated and s.failed == 0,
+        "n": s.units,
+        "n_passed": s.passed,
+        "n_failed": s.failed,
+        "f_passed": s.f_passed,
+        "f_failed": s.f_failed,
+        "warning": "warning" in s.levels,
+        "error": "error" in s.levels,
+        "critical": "critical" in s.levels,
+        "reasons": s.reasons,
+        "distinct_values": s.judged.distinct_values if s.judged else None,
+        "proc_duration_s": s.seconds,
+        "notes": s.note(),
+    }

@@ -2,9 +2,9 @@
 
 `StepSettings` holds what every step method takes besides what it checks (pointblank's
 step parameters: pre=, segments=, thresholds=, ...), and checks them. The signatures
-of `col_vals_chat_format` and `col_vals_dataset_type` are built from a template of
-their own parameters, these settings and every ChatFormat option, so `help()` and
-IDEs list each with its default.
+of `col_vals_chat_format` and `col_vals_dataset_type` (in `validate`) are built from a
+template of their own parameters, these settings (`settings_parameters`) and every
+ChatFormat option, so `help()` and IDEs list each with its default.
 """
 
 from __future__ import annotations
@@ -12,14 +12,10 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import Any, Literal, get_args
 
 from .engines.base import Dedup, check_dedup
-from .rules.options import signature_with_options
 from .thresholds import Actions, Thresholds, normalize_thresholds
-
-if TYPE_CHECKING:
-    from .validate import Validate
 
 
 def check_brief(brief: Any) -> Any:
@@ -106,7 +102,7 @@ POSITIONAL_SETTINGS = STEP_SETTINGS[: STEP_SETTINGS.index("dedup")]
 """The settings pointblank also takes by position, after a step's own parameters."""
 
 
-def _settings_parameters(*, positional: bool) -> list[inspect.Parameter]:
+def settings_parameters(*, positional: bool) -> list[inspect.Parameter]:
     """The settings as parameters: pointblank's may be given by position when `positional`."""
     defaults = StepSettings()
     annotations = {f.name: f.type for f in fields(StepSettings)}
@@ -121,31 +117,3 @@ def _settings_parameters(*, positional: bool) -> list[inspect.Parameter]:
         )
         for name in STEP_SETTINGS
     ]
-
-
-def _chat_format_step(
-    self: Validate, columns: Any, *, tools_column: str | None = None, images_column: str | None = None
-) -> Validate:
-    """The parameters of `col_vals_chat_format` that aren't step settings or check options."""
-    raise NotImplementedError  # pragma: no cover - a signature only
-
-
-def _dataset_type_step(
-    self: Validate,
-    dataset_type: str | None = None,
-    *,
-    columns: dict[str, str] | None = None,
-    format: Literal["auto", "conversational", "standard"] = "auto",
-    tools_column: str | None = "tools",
-    images_column: str | None = "images",
-) -> Validate:
-    """The parameters of `col_vals_dataset_type` that aren't step settings or check options."""
-    raise NotImplementedError  # pragma: no cover - a signature only
-
-
-CHAT_FORMAT_STEP = signature_with_options(
-    _chat_format_step, core_positional=True, after="columns", settings=_settings_parameters(positional=True)
-)
-DATASET_TYPE_STEP = signature_with_options(
-    _dataset_type_step, settings=_settings_parameters(positional=False)
-)

@@ -19,13 +19,13 @@ from .errors import ChatgateError
 from .fixes import fixed_data, step_extract
 from .names import API_RESERVED
 from .pipeline import judge_step, judge_table, preflight
-from .report import StepReport, render_html, render_text
+from .report import StepReport, render_html, render_text, step_json
 from .rules import ChatCheck, ChatFormat, RowCheck, dataset_checks
-from .rules.options import option_names, options_doc
+from .rules.options import option_names, options_doc, signature_with_options
 from .rules.spec import format_from
 from .rules.table import TableCheck
 from .selectors import Column, Selector, resolve_columns
-from .step_params import CHAT_FORMAT_STEP, DATASET_TYPE_STEP, StepSettings, check_brief, check_segments
+from .step_params import StepSettings, check_brief, check_segments, settings_parameters
 from .steps import ASSERTION_TYPE, DATASET_ASSERTION_TYPE, DEFAULT_DIMENSION, Step, table_step
 from .thresholds import Actions, normalize_thresholds, run_actions
 
@@ -390,7 +390,7 @@ class Validate:
         import json
 
         self._require_interrogated()
-        return json.dumps([_step_json(s) for s in self.steps], indent=2, default=str)
+        return json.dumps([step_json(s) for s in self.steps], indent=2, default=str)
 
     def get_tabular_report(self, title: str | None = ":default:") -> Any:
         """The validation table in pointblank's look, as a great_tables `GT`.
@@ -406,10 +406,10 @@ class Validate:
     # -- display ----------------------------------------------------------------
 
     def __repr__(self) -> str:
-        return render_text(self)
+        return render_text(self, planned=len(self._plan))
 
     def _repr_html_(self) -> str:
-        return render_html(self)
+        return render_html(self, planned=len(self._plan))
 
 
 def _columns_text(columns: Any) -> str:
@@ -427,33 +427,32 @@ def _describe(exc: BaseException) -> str:
     return str(exc) if isinstance(exc, ChatgateError) else f"{type(exc).__name__}: {exc}"
 
 
-def _step_json(s: Step) -> dict[str, Any]:
-    return {
-        "i": s.i,
-        "assertion_type": s.assertion_type,
-        "column": s.column,
-        "values": s.row_check.as_dict(),
-        "pre": s.pre is not None,
-        "segments": None if s.segment is None else list(s.segment),
-        "thresholds": s.thresholds.as_dict(),
-        "brief": s.brief_text(),
-        "active": s.active,
-        "dimension": s.dimension,
-        "eval_error": s.eval_error,
-        "all_passed": s.evaluated and s.failed == 0,
-        "n": s.units,
-        "n_passed": s.passed,
-        "n_failed": s.failed,
-        "f_passed": s.f_passed,
-        "f_failed": s.f_failed,
-        "warning": "warning" in s.levels,
-        "error": "error" in s.levels,
-        "critical": "critical" in s.levels,
-        "reasons": s.reasons,
-        "distinct_values": s.judged.distinct_values if s.judged else None,
-        "proc_duration_s": s.seconds,
-        "notes": s.note(),
-    }
+def _chat_format_step(
+    self: Validate, columns: Any, *, tools_column: str | None = None, images_column: str | None = None
+) -> Validate:
+    """The parameters of `col_vals_chat_format` that aren't step settings or check options."""
+    raise NotImplementedError  # pragma: no cover - a signature only
+
+
+def _dataset_type_step(
+    self: Validate,
+    dataset_type: str | None = None,
+    *,
+    columns: dict[str, str] | None = None,
+    format: Literal["auto", "conversational", "standard"] = "auto",
+    tools_column: str | None = "tools",
+    images_column: str | None = "images",
+) -> Validate:
+    """The parameters of `col_vals_dataset_type` that aren't step settings or check options."""
+    raise NotImplementedError  # pragma: no cover - a signature only
+
+
+CHAT_FORMAT_STEP = signature_with_options(
+    _chat_format_step, core_positional=True, after="columns", settings=settings_parameters(positional=True)
+)
+DATASET_TYPE_STEP = signature_with_options(
+    _dataset_type_step, settings=settings_parameters(positional=False)
+)
 
 
 for _method, _signature in (

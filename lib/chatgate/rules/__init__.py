@@ -14,8 +14,10 @@ from .datasets import (
     majority_format,
     value_format,
 )
+from .judge import format_codes
 from .locate import Problem, locate, locate_array, location_of, problems, problems_array, problems_of
-from .locate_rows import RowProblem, locate_row, message_indices, row_problems, row_problems_array
+from .locate_rows import locate_row, message_indices, row_problems, row_problems_array
+from .locate_sites import RowProblem
 from .reference import first_problem, problem_of
 from .repair import REPAIR_PRESETS, REPAIRS, Repaired, repair, repair_array, repair_names, repair_value
 from .spec import DEFAULT_ROLES, SHAREGPT_ROLES, ChatFormat, format_from, sample_profile
@@ -47,6 +49,7 @@ __all__ = [
     "first_problem",
     "first_reason",
     "first_row_problem",
+    "format_codes",
     "format_counts",
     "label_problem",
     "locate",

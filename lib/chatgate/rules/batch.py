@@ -42,7 +42,8 @@ import msgspec
 import numpy as np
 import pyarrow as pa
 
-from .judge import Conversation, Rule, active_rules, first_code, judge
+from .conversation import Conversation
+from .judge import Rule, active_rules, first_code, judge
 from .options import with_options
 from .reference import problem_of
 from .sizes import TOO_LARGE, array_bytes

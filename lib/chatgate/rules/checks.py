@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from .batch import check_array, python_values
 from .codes import ALL_REASONS, first_reason
+from .judge import format_codes
 from .markers import TOO_LARGE_VALUE
 from .messages import image_total
 from .reference import problem_of
@@ -137,7 +138,7 @@ class ChatCheck(RowCheck):
 
     @property
     def codes(self) -> tuple[str, ...]:
-        codes = set(self.fmt.codes())
+        codes = set(format_codes(self.fmt))
         if self.tools_column:
             codes |= {"bad_tools", "unknown_tool"}
         if self.images_column:

@@ -23,65 +23,15 @@ around its codes, whose order is the table's.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from numbers import Integral
 from operator import eq
 from typing import Any, NamedTuple
 
+from .conversation import COMPLETION, PROMPT, WHOLE, Conversation
 from .markers import BAD, MISSING
 from .parts import bad_content_type, bad_image_url, image_role, image_too_large, too_many_images
 from .spec import DEVELOPER_ROLE, TOOL_ROLE, TOOL_ROLES, ChatFormat
-
-WHOLE = "whole"
-PROMPT = "prompt"
-COMPLETION = "completion"
-PARTS = (WHOLE, PROMPT, COMPLETION)
-
-
-class Conversation:
-    """What the rules read of one conversation (see `judge` for the fields), and its
-    turns: the roles after the lead (a leading system message and, with harmony=True,
-    a developer message right after it). Which part of a row it is decides which
-    rules are tried (`active_rules`)."""
-
-    __slots__ = (
-        "roles",
-        "contents",
-        "fmt",
-        "is_blank",
-        "extras",
-        "declared",
-        "images",
-        "lead",
-        "turns",
-    )
-
-    extras: Any
-    """None, or one `messages.Extra` per message. Any to the type checker: the rules that
-    read it are in the table with the "extras" switch, so they run only when it is given."""
-
-    def __init__(
-        self,
-        roles: Sequence[Any],
-        contents: Sequence[Any],
-        fmt: ChatFormat,
-        is_blank: Callable[[Any], bool],
-        extras: Sequence[Any] | None = None,
-        declared: Any = None,
-        images: Any = None,
-    ) -> None:
-        self.roles = roles
-        self.contents = contents
-        self.fmt = fmt
-        self.is_blank = is_blank
-        self.extras = extras
-        self.declared = declared
-        self.images = images
-        lead = 1 if roles and roles[0] == "system" else 0
-        if fmt.harmony and lead < len(roles) and roles[lead] == DEVELOPER_ROLE:
-            lead += 1
-        self.lead = lead
-        self.turns = roles[lead:]
-
 
 # --- The rules, in the order of the table ---------------------------------------------------
 
@@ -419,14 +369,53 @@ def active_rules(
     return _rules_for(fmt, (part, extras, declared, images))
 
 
+RulesByInputs = dict[tuple[str, bool, bool, bool], tuple[Rule, ...]]
+"""A format's active rules, per part and inputs given (the key of `_rules_for`)."""
+
+_last: tuple[ChatFormat | None, RulesByInputs] = (None, {})
+"""The format judged last and its rules: a batch judges every conversation under one format,
+so the cache is found by identity, without hashing the format (one tuple, swapped whole)."""
+
+
+@lru_cache(maxsize=256)
+def _rules_of(fmt: ChatFormat) -> RulesByInputs:
+    """The rules chosen so far under `fmt` (equal formats share them)."""
+    return {}
+
+
+def _rules_table(fmt: ChatFormat) -> RulesByInputs:
+    global _last
+    last = _last
+    if last[0] is fmt:
+        return last[1]
+    table = _rules_of(fmt)
+    _last = (fmt, table)
+    return table
+
+
 def _rules_for(fmt: ChatFormat, key: tuple[str, bool, bool, bool]) -> tuple[Rule, ...]:
-    chosen = fmt.rule_cache.get(key)
+    table = _rules_table(fmt)
+    chosen = table.get(key)
     if chosen is None:
         part, extras, declared, images = key
         on = switches(fmt, part, extras=extras, declared=declared, images=images)
         chosen = tuple(rule for rule in RULES if on.issuperset(rule.when))
-        fmt.rule_cache[key] = chosen
+        table[key] = chosen
     return chosen
+
+
+def format_codes(fmt: ChatFormat) -> tuple[str, ...]:
+    """The codes one conversation can get under `fmt`, in `ALL_REASONS` order.
+
+    (Codes that need another column, such as `unknown_tool`, are the row checks'.)
+
+    >>> format_codes(ChatFormat(roles=["user", "assistant"], alternate=False, allow_empty=True))
+    ('too_large', 'not_messages', 'no_messages', 'bad_message', 'unknown_role')
+    >>> format_codes(ChatFormat(tools=True))[-3:]
+    ('orphan_tool', 'not_alternating', 'empty_content')
+    """
+    first = ("too_large",) if fmt.max_value_bytes is not None else ()
+    return (*first, "not_messages", *(rule.code for rule in active_rules(fmt, extras=True)))
 
 
 def first_code(rules: Sequence[Rule], conversation: Conversation) -> str | None:
@@ -464,8 +453,9 @@ def judge(
     'not_alternating'
     """
     key = (part, extras is not None, declared is not None, images is not None)
-    # `active_rules`, with its lookup inline: this runs once per conversation.
-    rules = fmt.rule_cache.get(key)
+    # `active_rules`, with its lookups inline: this runs once per conversation.
+    last = _last
+    rules = last[1].get(key) if last[0] is fmt else None
     if rules is None:
         rules = _rules_for(fmt, key)
     conversation = Conversation(roles, contents, fmt, is_blank, extras, declared, images)

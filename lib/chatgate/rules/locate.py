@@ -21,7 +21,7 @@ import pyarrow as pa
 from .batch import check_array
 from .checks import column_values
 from .codes import first_reason
-from .judge import WHOLE
+from .conversation import WHOLE
 from .locate_sites import WHOLE_VALUE_CODES, Problem, problems_in
 from .markers import TOO_LARGE_VALUE
 from .messages import Read, messages_in, read_messages

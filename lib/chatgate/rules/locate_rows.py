@@ -32,35 +32,24 @@ every labelled example and on the corpus.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 import pyarrow as pa
 
 from .checks import ChatCheck, LabelCheck, RowCheck, column_values, label_problem
 from .codes import first_reason, reason_rank
-from .datasets import (
-    IMPLICIT_PREFERENCE,
-    OPENAI_PREFERENCE,
-    PROMPT_ONLY,
-    DatasetCheck,
-)
+from .conversation import COMPLETION, PROMPT, WHOLE
+from .dataset_check import DatasetCheck
+from .dataset_types import IMPLICIT_PREFERENCE, OPENAI_PREFERENCE, PROMPT_ONLY
 from .formats import CONV, MISSING_VALUE, PARTS, STANDARD, TEXT
-from .judge import COMPLETION, PROMPT, WHOLE
 from .locate import locate_array, problems_of
-from .locate_sites import Problem, problems_in
+from .locate_sites import Problem, RowProblem, problems_in
 from .messages import Read, image_total, messages_in, read_messages
+from .openai_preference import located
 from .sizes import TOO_LARGE
 from .standard import standard_problems
 from .tools import declared_names
 from .values import common_prefix, same_value
-
-
-class RowProblem(NamedTuple):
-    """One problem of a row: its code, its column (None: the row as a whole), its message."""
-
-    code: str
-    column: str | None
-    message: int | None
 
 
 def row_problems(check: RowCheck, row: Mapping[str, Any]) -> list[RowProblem]:
@@ -120,9 +109,7 @@ def _dataset_problems(check: DatasetCheck, row: Mapping[str, Any]) -> list[RowPr
     large = check.too_large(row)
     if large is not None:  # nothing of the row is read
         return [RowProblem(TOO_LARGE, large, None)]
-    if check.dataset_type == OPENAI_PREFERENCE:  # its own walk, in its module (which imports this one)
-        from .openai_preference import located
-
+    if check.dataset_type == OPENAI_PREFERENCE:  # its own walk, in its module
         return located(check, row)
     values = {f: row.get(check.column_of(f)) for f in check.fields}
     found: list[RowProblem] = []

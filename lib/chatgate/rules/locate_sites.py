@@ -49,9 +49,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from .codes import reason_rank
+from .conversation import WHOLE, Conversation
 from .judge import (
-    WHOLE,
-    Conversation,
     _answers,
     _is_zero_or_one,
     active_rules,
@@ -75,6 +74,14 @@ class Problem(NamedTuple):
     """One problem of a value: its code, and the index of its message (None: the whole value)."""
 
     code: str
+    message: int | None
+
+
+class RowProblem(NamedTuple):
+    """One problem of a row: its code, its column (None: the row as a whole), its message."""
+
+    code: str
+    column: str | None
     message: int | None
 
 

@@ -35,11 +35,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .codes import ALL_REASONS, first_reason
-from .datasets import OPENAI_PREFERENCE, TYPE_FIELDS, DatasetCheck
+from .conversation import COMPLETION, PROMPT, WHOLE
+from .dataset_check import DatasetCheck
+from .dataset_types import OPENAI_PREFERENCE, TYPE_FIELDS
 from .formats import CONV, CONVERSATIONAL, MISSING_VALUE, STANDARD, classify
-from .judge import COMPLETION, PROMPT, WHOLE, judge
-from .locate_rows import RowProblem
-from .locate_sites import Problem, problems_in
+from .judge import format_codes, judge
+from .locate_sites import Problem, RowProblem, problems_in
 from .messages import Read, messages_in, read_messages
 from .sizes import TOO_LARGE
 from .spec import ChatFormat
@@ -81,7 +82,7 @@ class OpenAIPreferenceCheck(DatasetCheck):
 
     @property
     def codes(self) -> tuple[str, ...]:
-        codes = {"not_messages", "bad_input", "output_count", "prompt_end", "completion_role", *self.fmt.codes()}
+        codes = {"not_messages", "bad_input", "output_count", "prompt_end", "completion_role", *format_codes(self.fmt)}
         if self.fmt.tools:
             codes |= {"bad_tools", "unknown_tool"}
         return tuple(code for code in ALL_REASONS if code in codes)

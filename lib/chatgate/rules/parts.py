@@ -31,7 +31,7 @@ from .markers import MISSING
 from .values import is_missing, is_sequence
 
 if TYPE_CHECKING:
-    from .judge import Conversation
+    from .conversation import Conversation
 
 IMAGE_PART_TYPES: frozenset[str] = frozenset({"image", "image_url"})
 """The types of the parts that hold (or stand for) an image."""

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .arguments import alias_map, name_tuple, role_tuple, whole_number
-
-if TYPE_CHECKING:
-    from .judge import Rule
 
 DEFAULT_ROLES: tuple[str, ...] = ("system", "user", "assistant")
 
@@ -330,26 +327,6 @@ class ChatFormat:
         if self.thinking_key is not None:
             return self.thinking_key
         return HARMONY_THINKING_KEY if self.harmony else None
-
-    def codes(self) -> tuple[str, ...]:
-        """The codes one conversation can get under this format, in `ALL_REASONS` order.
-
-        (Codes that need another column, such as `unknown_tool`, are the row checks'.)
-
-        >>> ChatFormat(roles=["user", "assistant"], alternate=False, allow_empty=True).codes()
-        ('too_large', 'not_messages', 'no_messages', 'bad_message', 'unknown_role')
-        >>> ChatFormat(tools=True).codes()[-3:]
-        ('orphan_tool', 'not_alternating', 'empty_content')
-        """
-        from .judge import active_rules
-
-        first = ("too_large",) if self.max_value_bytes is not None else ()
-        return (*first, "not_messages", *(rule.code for rule in active_rules(self, extras=True)))
-
-    @cached_property
-    def rule_cache(self) -> dict[tuple[str, bool, bool, bool], tuple[Rule, ...]]:
-        """The rules that apply under this format, chosen once per part and inputs (`judge.active_rules`)."""
-        return {}
 
     def as_dict(self) -> dict[str, Any]:
         """The parameters as plain JSON-ready values."""

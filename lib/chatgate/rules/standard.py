@@ -20,8 +20,9 @@ import os
 from typing import Any
 
 from .codes import first_reason
+from .conversation import Conversation
 from .formats import CONV, MISSING_VALUE, PARTS, TEXT
-from .judge import Conversation, active_rules
+from .judge import active_rules
 from .parts import part_ok
 from .spec import ChatFormat
 from .values import blank_checker

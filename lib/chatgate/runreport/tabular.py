@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from ..report import Validation, notes
+
 if TYPE_CHECKING:
     from great_tables import GT
-
-    from ..validate import Validate
 
 LEVELS = ("warning", "error", "critical")
 
@@ -251,10 +251,8 @@ def _badges(badges: list[tuple[str, str]]) -> str:
     )
 
 
-def validation_table(v: Validate, title: str | None = ":default:") -> GT:
+def validation_table(v: Validation, title: str | None = ":default:") -> GT:
     """The tabular report of an interrogated Validate (see `Validate.get_tabular_report`)."""
-    from ..report import notes
-
     rows = [
         StepRow(
             i=step.i,
@@ -282,7 +280,7 @@ def validation_table(v: Validate, title: str | None = ":default:") -> GT:
     )
 
 
-def _title(v: Validate, title: str | None) -> str | None:
+def _title(v: Validation, title: str | None) -> str | None:
     """pointblank's title choices: ':default:', ':tbl_name:', ':none:' (or None), or a text of one's own."""
     if title is None or title == ":none:":
         return None
@@ -293,7 +291,7 @@ def _title(v: Validate, title: str | None) -> str | None:
     return title
 
 
-def _validation_badges(v: Validate) -> list[tuple[str, str]]:
+def _validation_badges(v: Validation) -> list[tuple[str, str]]:
     badges = [("ENGINE", v.engine.name)]
     if v.tbl_name:
         badges.append(("TABLE", v.tbl_name))

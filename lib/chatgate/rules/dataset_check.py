@@ -1,0 +1,300 @@
+"""The check of a TRL dataset type's row (`DatasetCheck`); see `datasets` for the types and
+for building the checks of a table."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .checks import RowCheck, label_problem
+from .codes import ALL_REASONS, first_reason
+from .conversation import COMPLETION, PROMPT, WHOLE
+from .dataset_types import (
+    DATASET_TYPES,
+    IMPLICIT_PREFERENCE,
+    LANGUAGE_MODELING,
+    OPENAI_PREFERENCE,
+    PREFERENCE,
+    PROMPT_COMPLETION,
+    PROMPT_ONLY,
+    TITLES,
+    TYPE_FIELDS,
+    UNPAIRED_PREFERENCE,
+    field_names,
+)
+from .formats import (
+    AUTO,
+    CONV,
+    CONVERSATIONAL,
+    FORMATS,
+    MISSING_VALUE,
+    PARTS,
+    STANDARD,
+    TEXT,
+    classify,
+)
+from .judge import format_codes, judge
+from .markers import TOO_LARGE_VALUE
+from .messages import Read, image_total, messages_in, read_messages
+from .sizes import TOO_LARGE, is_too_large
+from .spec import ChatFormat
+from .standard import PART_FIELDS, parts_codes, standard_problems
+from .tools import declared_names
+from .values import blank_checker, common_prefix, same_value
+
+
+@dataclass(frozen=True)
+class DatasetCheck(RowCheck):
+    """The columns of one TRL dataset type, judged together, one code per row.
+
+    Build it with `dataset_checks`. `names` maps fields to column names where they
+    differ (`(("prompt", "conversations"),)`).
+
+    >>> import pyarrow as pa
+    >>> check = DatasetCheck("preference")
+    >>> check.check(pa.table({"prompt": ["The sky is"], "chosen": [" blue."], "rejected": [" blue."]})).to_pylist()
+    ['same_pair']
+    """
+
+    dataset_type: str
+    fmt: ChatFormat = field(default_factory=ChatFormat)
+    format: str = AUTO
+    names: tuple[tuple[str, str], ...] = ()
+    tools_column: str | None = None
+    images_column: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.dataset_type not in DATASET_TYPES:
+            raise ValueError(
+                f"dataset type {self.dataset_type!r} isn't one of {list(DATASET_TYPES)}"
+            )
+        if not isinstance(self.fmt, ChatFormat):
+            raise TypeError(f"fmt= must be a ChatFormat, not {type(self.fmt).__name__}")
+        if self.format not in FORMATS:
+            raise ValueError(f"format={self.format!r} isn't one of {list(FORMATS)}")
+        if self.dataset_type == OPENAI_PREFERENCE and type(self) is DatasetCheck:
+            raise ValueError("an openai_preference row is judged by `dataset_checks`' OpenAIPreferenceCheck")
+        if self.dataset_type == LANGUAGE_MODELING and self.format == CONVERSATIONAL:
+            raise ValueError("a conversational language modeling column is a ChatCheck")
+        object.__setattr__(self, "names", tuple(field_names(dict(self.names)).items()))
+        for key in ("tools_column", "images_column"):
+            value = getattr(self, key)
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"{key}= must be a column name (a string) or None, not {value!r}")
+        if self.tools_column is not None and not self.fmt.tools:
+            raise ValueError("tools_column= needs tools=True in the ChatFormat")
+
+    # -- the interface
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return TYPE_FIELDS[self.dataset_type]
+
+    def column_of(self, name: str) -> str:
+        return dict(self.names).get(name, name)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        extra = tuple(c for c in (self.tools_column, self.images_column) if c)
+        return tuple(self.column_of(f) for f in self.fields) + extra
+
+    @property
+    def value_limits(self) -> dict[str, int]:
+        """Every field's values are measured (`max_value_bytes=`), but a label's."""
+        limit = self.fmt.max_value_bytes
+        return {} if limit is None else {self.column_of(f): limit for f in self.fields if f != "label"}
+
+    def too_large(self, row: Mapping[str, Any]) -> str | None:
+        """The column of the first value of `row` larger than `max_value_bytes=`, if any."""
+        limit = self.fmt.max_value_bytes
+        for column in self.value_limits:
+            value = row.get(column)
+            if value is TOO_LARGE_VALUE or is_too_large(value, limit):
+                return column
+        return None
+
+    @property
+    def codes(self) -> tuple[str, ...]:
+        kind = self.dataset_type
+        codes: set[str] = set()
+        values = [f for f in self.fields if f != "label"]
+        if kind == LANGUAGE_MODELING or self.format != AUTO or len(values) > 1:
+            codes.add("mixed_format")
+        if "label" in self.fields:
+            codes.add("not_label")
+        if kind in (PREFERENCE, IMPLICIT_PREFERENCE):
+            codes.add("same_pair")
+        if self.fmt.max_value_bytes is not None:
+            codes.add(TOO_LARGE)
+        if self.format != CONVERSATIONAL:
+            codes |= {"not_text", "empty_text"}
+            if kind == IMPLICIT_PREFERENCE:
+                codes.add("implicit_prompt")
+            if self._parts_fields():
+                codes |= parts_codes(self.fmt)
+        if self.format != STANDARD and kind != LANGUAGE_MODELING:
+            codes |= set(format_codes(self.fmt))
+            codes.add("prompt_end")
+            if kind != PROMPT_ONLY:
+                codes.add("completion_role")
+            if kind == IMPLICIT_PREFERENCE:
+                codes.add("implicit_prompt")
+            if self.tools_column:
+                codes |= {"bad_tools", "unknown_tool"}
+            if self.images_column:
+                codes.add("image_count")
+            if kind == PROMPT_ONLY and self.fmt.last_role is not None:
+                codes.discard("last_role")
+            if kind == PROMPT_ONLY:  # a prompt alone is never judged as a whole conversation
+                codes -= {"missing_turn", "too_few_messages", "missing_role"}
+        return tuple(code for code in ALL_REASONS if code in codes)
+
+    def describe(self) -> str:
+        columns = ", ".join(self.column_of(f) for f in self.fields)
+        text = f"{columns} form a {TITLES[self.dataset_type]} row"
+        if self.format != AUTO:
+            text += f" ({self.format})"
+        return text
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "check": "dataset",
+            "dataset_type": self.dataset_type,
+            "format": self.format,
+            "columns": {f: self.column_of(f) for f in self.fields},
+            "tools_column": self.tools_column,
+            "images_column": self.images_column,
+            "chat": self.fmt.as_dict(),
+        }
+
+    def check_row(self, row: Mapping[str, Any]) -> str | None:
+        if self.too_large(row) is not None:
+            return TOO_LARGE  # the first code: no value of the row is read
+        values = {f: row.get(self.column_of(f)) for f in self.fields}
+        codes: list[str | None] = []
+        if "label" in values:
+            codes.append(label_problem(values.pop("label"), self.fmt.na_pass))
+        kinds = self.kinds(values)
+        row_format = self._row_format(kinds)
+        if row_format is None:
+            codes.append("mixed_format")
+        elif row_format == STANDARD:
+            codes.extend(self._standard(kinds))
+        else:
+            codes.extend(self._conversational(kinds, row))
+        return first_reason(codes)
+
+    # -- the rules
+
+    def _parts_fields(self) -> set[str]:
+        """The fields that may be lists of content parts (standard_parts=True)."""
+        if not self.fmt.standard_parts or self.dataset_type == LANGUAGE_MODELING:
+            return set()
+        return set(PART_FIELDS) & set(self.fields)
+
+    def single_answers(self) -> bool:
+        """May an answer (completion, chosen, rejected) be one message object? Only where a
+        prompt is given apart (an implicit preference's values are whole conversations)."""
+        return self.fmt.single_message_answers and "prompt" in self.fields
+
+    def kinds(self, values: Mapping[str, Any]) -> dict[str, tuple[str, Any]]:
+        """Each field's (kind, value) as `formats.classify` reads it, in the check's format."""
+        mode = STANDARD if self.dataset_type == LANGUAGE_MODELING else self.format
+        parts = self._parts_fields()
+        role_key = self.fmt.role_key
+        return {f: classify(v, mode, role_key if f in parts else None) for f, v in values.items()}
+
+    def _row_format(self, kinds: dict[str, tuple[str, Any]]) -> str | None:
+        if self.dataset_type == LANGUAGE_MODELING:
+            return STANDARD
+        if self.format != AUTO:
+            return self.format
+        found = {kind for kind, _ in kinds.values()}
+        standard = TEXT in found or PARTS in found
+        if CONV in found and standard:
+            return None
+        return STANDARD if standard else CONVERSATIONAL
+
+    def _standard(self, kinds: dict[str, tuple[str, Any]]) -> list[str | None]:
+        implicit = self.dataset_type == IMPLICIT_PREFERENCE
+        return [code for code, _ in standard_problems(kinds, self.fmt, implicit)]
+
+    def _conversational(
+        self, kinds: dict[str, tuple[str, Any]], row: Mapping[str, Any]
+    ) -> list[str | None]:
+        fmt = self.fmt
+        codes: list[str | None] = []
+        reads: dict[str, Read] = {}
+        raw: dict[str, list[Any]] = {}
+        for name, (kind, value) in kinds.items():
+            if kind == MISSING_VALUE:
+                codes.append(None if fmt.na_pass else "not_messages")
+                continue
+            if kind in (TEXT, PARTS):
+                codes.append("mixed_format")
+                continue
+            single = self.single_answers() and name != "prompt"
+            messages = messages_in(value, fmt, single=single) if kind == CONV else None
+            if messages is None:
+                codes.append("not_messages")
+                continue
+            raw[name] = messages
+            reads[name] = read_messages(messages, fmt, extras=True)
+        declared = declared_names(row.get(self.tools_column)) if self.tools_column else None
+        images = image_total(row.get(self.images_column)) if self.images_column else None
+        blank = blank_checker(fmt.text_key)
+
+        def judged(read: Read, part: str, whole: bool) -> str | None:
+            return judge(
+                read.roles,
+                read.contents,
+                fmt,
+                blank,
+                read.extras,
+                part=part,
+                declared=declared if whole else None,
+                images=images if whole else None,
+            )
+
+        prompt = reads.get("prompt")
+        kind = self.dataset_type
+        if kind == PROMPT_ONLY and prompt is not None:
+            codes.append(judged(prompt, PROMPT, True))
+        elif kind in (PROMPT_COMPLETION, UNPAIRED_PREFERENCE, PREFERENCE):
+            if prompt is not None:
+                codes.append(judged(prompt, PROMPT, False))
+            for name in ("completion", "chosen", "rejected"):
+                answer = reads.get(name)
+                if answer is None:
+                    continue
+                codes.append(judged(answer, COMPLETION, False))
+                if prompt is not None:
+                    codes.append(judged(prompt.then(answer), WHOLE, True))
+            if "chosen" in raw and "rejected" in raw and same_value(raw["chosen"], raw["rejected"]):
+                codes.append("same_pair")
+        elif kind == IMPLICIT_PREFERENCE:
+            codes.extend(
+                judged(reads[name], WHOLE, True) for name in ("chosen", "rejected") if name in reads
+            )
+            if "chosen" in raw and "rejected" in raw:
+                codes.extend(self._implicit(raw, reads, judged))
+        return codes
+
+    @staticmethod
+    def _implicit(
+        raw: dict[str, list[Any]],
+        reads: dict[str, Read],
+        judged: Callable[[Read, str, bool], str | None],
+    ) -> list[str | None]:
+        chosen, rejected = raw["chosen"], raw["rejected"]
+        if same_value(chosen, rejected):
+            return ["same_pair"]
+        shared = common_prefix(chosen, rejected)
+        if shared == 0 or shared in (len(chosen), len(rejected)):
+            return ["implicit_prompt"]
+        return [
+            judged(reads["chosen"].head(shared), PROMPT, False),
+            judged(reads["chosen"].tail(shared), COMPLETION, False),
+            judged(reads["rejected"].tail(shared), COMPLETION, False),
+        ]
