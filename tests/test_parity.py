@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from chatgate import first_problem
-from chatgate.engines.base import REASON_COLUMN
+from chatgate.names import REASON
 from chatgate.rules import ChatFormat
 from chatgate.sample import chat_table
 
@@ -106,9 +106,9 @@ def test_engines_agree_with_the_reference(engine, case, dedup, request):
     judged = eng.judge(_to_engine(engine, source, request), "messages", fmt, dedup=dedup)
 
     failing = _rows(engine, eng.failing_rows(judged))
-    assert dict(zip(failing["id"].to_pylist(), failing[REASON_COLUMN].to_pylist())) == expected
+    assert dict(zip(failing["id"].to_pylist(), failing[REASON].to_pylist())) == expected
     passing = _rows(engine, eng.passing_rows(judged))
-    assert REASON_COLUMN not in passing.column_names
+    assert REASON not in passing.column_names
     assert sorted(passing["id"].to_pylist()) == sorted(set(source["id"].to_pylist()) - set(expected))
 
     assert (judged.units, judged.failed) == (source.num_rows, len(expected))
@@ -280,7 +280,7 @@ def test_engines_agree_on_row_checks(engine, name, dedup, request):
     eng = _engine(engine)
     judged = eng.judge_check(_to_engine(engine, source, request), check, dedup=dedup)
     failing = _rows(engine, eng.failing_rows(judged))
-    assert dict(zip(failing["id"].to_pylist(), failing[REASON_COLUMN].to_pylist())) == expected
+    assert dict(zip(failing["id"].to_pylist(), failing[REASON].to_pylist())) == expected
     assert (judged.units, judged.failed) == (source.num_rows, len(expected))
     assert judged.reasons == {c: list(expected.values()).count(c) for c in set(expected.values())}
     columns = list(dict.fromkeys(check.columns))

@@ -14,7 +14,7 @@ import pytest
 from deltalake import write_deltalake
 
 import chatgate as pb
-from chatgate.engines.base import REASON_COLUMN
+from chatgate.names import REASON
 from chatgate.rules import first_problem, format_from
 from chatgate.rules.spec import TRAINER_PROFILES
 from job_helpers import job_config, read_delta
@@ -114,7 +114,7 @@ def _engine(name):
 
             eng, table = SparkEngine(), request.getfixturevalue("spark").createDataFrame(_source())
             failing = pa.Table.from_pandas(eng.failing_rows(eng.judge(table, "messages", fmt)).toPandas())
-        return dict(zip(failing["id"].to_pylist(), failing[REASON_COLUMN].to_pylist()))
+        return dict(zip(failing["id"].to_pylist(), failing[REASON].to_pylist()))
 
     return judge
 
@@ -254,9 +254,9 @@ def _judged_on(engine, check, source, request) -> dict[int, str]:
         from chatgate.engines.spark import SparkEngine
 
         eng, table = SparkEngine(), request.getfixturevalue("spark").createDataFrame(source)
-        rows = eng.failing_rows(eng.judge_check(table, check)).select("id", REASON_COLUMN)
+        rows = eng.failing_rows(eng.judge_check(table, check)).select("id", REASON)
         failing = pa.Table.from_pandas(rows.toPandas())  # (nested columns left out: pandas holds them as objects)
-    return dict(zip(failing["id"].to_pylist(), failing[REASON_COLUMN].to_pylist()))
+    return dict(zip(failing["id"].to_pylist(), failing[REASON].to_pylist()))
 
 
 DATASET_SURFACES = [

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from chatgate.engines.base import REASON_COLUMN
+from chatgate.names import REASON
 from chatgate.rules import (
     ALL_REASONS,
     ChatCheck,
@@ -298,7 +298,7 @@ def test_every_engine_gives_too_large_to_the_same_rows(engine, dedup, form, requ
     eng = _engine(engine)
     judged = eng.judge(_frame(engine, table, request), "messages", fmt, dedup=dedup)
     failing = _arrow(engine, eng.failing_rows(judged))
-    assert dict(zip(failing["id"].to_pylist(), failing[REASON_COLUMN].to_pylist())) == expected
+    assert dict(zip(failing["id"].to_pylist(), failing[REASON].to_pylist())) == expected
     passing = _arrow(engine, eng.passing_rows(judged))
     assert passing.num_rows + failing.num_rows == table.num_rows
     assert judged.reasons["too_large"] == list(expected.values()).count("too_large")

@@ -24,8 +24,8 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
-from chatgate.engines.base import REASON_COLUMN
 from chatgate.job.runner import run
+from chatgate.names import REASON
 from chatgate.rules import ChatCheck, ChatFormat, check_batch, dataset_checks, first_problem
 from job_helpers import job_config, read_delta
 
@@ -132,7 +132,7 @@ def _judged(backend, source: Path, dedup: str) -> tuple[dict[int, str], list[int
     judged = backend.judge(table, "messages", ChatFormat(), dedup=dedup)
     failing = backend.preview(backend.failing_rows(judged), 100)
     passing = backend.preview(backend.passing_rows(judged), 100)
-    return dict(zip(failing["id"].to_pylist(), failing[REASON_COLUMN].to_pylist())), sorted(passing["id"].to_pylist())
+    return dict(zip(failing["id"].to_pylist(), failing[REASON].to_pylist())), sorted(passing["id"].to_pylist())
 
 
 @pytest.mark.parametrize("dedup", ["auto", "on", "off"])
@@ -198,7 +198,7 @@ def test_the_embedded_engine_reads_every_file_and_column_of_the_table_unchecked(
     judged = backend.judge(table, "messages", ChatFormat(), dedup=dedup)
     assert judged.reasons == {"not_messages": 1, "no_messages": 1}
     annotated = backend.preview(judged.annotated, 10).sort_by("id")
-    assert annotated.column(REASON_COLUMN).to_pylist() == [None, "not_messages", None, None, "no_messages"]
+    assert annotated.column(REASON).to_pylist() == [None, "not_messages", None, None, "no_messages"]
     assert annotated["extra"].to_pylist() == [None, None, None, "a", "b"]
     expected = read_delta(source).sort_by("id")
     assert annotated["at"].to_pylist() == expected["at"].to_pylist()

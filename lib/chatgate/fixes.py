@@ -2,7 +2,8 @@
 problem of each (`turns="all"`).
 
 Both read the failing rows only, never change a step's verdicts or counts, and give a
-table of the input's own kind, as the extracts do:
+table of the input's own kind, as the extracts do. The engine adds the columns
+(`Engine.with_computed_columns`):
 
 - on DuckDB and Spark the columns are computed where the rows are
   (`LakehouseEngine.with_arrow_columns`: an Arrow UDF, `mapInArrow`), lazily, in the
@@ -22,12 +23,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, TypeAlias, cast
+from typing import Any, NamedTuple, TypeAlias
 
 import pyarrow as pa
 
 from .engines.base import Engine
-from .engines.local import LocalEngine, column_as_arrow
 from .errors import ChatgateError
 from .names import FIXES, REASON, REASONS
 from .rules import (
@@ -102,7 +102,7 @@ def with_problems(engine: Engine, check: RowCheck, rows: Any) -> Any:
     inputs = [*dict.fromkeys(check.columns), REASON]
     added = pa.schema([(REASONS, problems_type(check))])
     columns = engine.columns(rows)
-    return _computed(engine, rows, inputs, added, _Problems(check), {**{c: c for c in columns}, REASONS: REASONS})
+    return engine.with_computed_columns(rows, inputs, added, _Problems(check), {**{c: c for c in columns}, REASONS: REASONS})
 
 
 # --- get_fixed_data --------------------------------------------------------------------------
@@ -183,12 +183,12 @@ def fixed_data(engine: Engine, step: Step, repairs: str | Iterable[str]) -> Any:
         raise ChatgateError(f"step {step.i} wasn't evaluated ({why}): it has no failing rows to repair")
     rows = _failing_rows(engine, step)
     value, reason = (f"__pb_fixed_{part}_{uuid.uuid4().hex}__" for part in ("value", "reason"))
-    value_type = _value_type(engine, rows, check.column)
+    value_type = engine.value_type(rows, check.column)
     added = pa.schema([(value, value_type), (FIXES, FIXES_TYPE), (reason, pa.string())])
     layout = {value if c == check.column else c: c for c in engine.columns(rows) if c != REASON}
     layout.update({FIXES: FIXES, reason: REASON})
     inputs = [*dict.fromkeys(check.columns), REASON]
-    fixed = _computed(engine, rows, inputs, added, StepRepairs(check, spec, names), layout, value)
+    fixed = engine.with_computed_columns(rows, inputs, added, StepRepairs(check, spec, names), layout, (value, FIXES))
     return with_problems(engine, check, fixed) if step.turns == "all" else fixed
 
 
@@ -200,84 +200,11 @@ def _spec(repairs: Any) -> Any:
     return repairs
 
 
-def _value_type(engine: Engine, rows: Any, column: str) -> pa.DataType:
-    """The Arrow type the engine gives a column (a repaired value keeps it); no row is read."""
-    if isinstance(engine, LocalEngine):  # a frame takes the repaired values as computed: the type is a label
-        values = column_as_arrow(rows, column, exact=True)
-        return pa.null() if isinstance(values, list) else values.type
-    return engine.preview(rows, 0).schema.field(column).type
-
-
-# --- Added columns, on each kind of table -----------------------------------------------------
-
-
-def _computed(
-    engine: Engine,
-    rows: Any,
-    inputs: list[str],
-    added: pa.Schema,
-    compute: Compute,
-    layout: dict[str, str],
-    repaired: str | None = None,
-) -> Any:
-    """`rows` with the `added` columns `compute` gives from the `inputs` columns, then arranged by
-    `layout` (source column -> output name, in order). `repaired` is the added column of repaired
-    values, which replaces a column of `rows`."""
-    from .engines.lakehouse import LakehouseEngine  # it imports chatgate's version: not at import time
-
-    if isinstance(engine, LakehouseEngine):
-        out = engine.with_arrow_columns(rows, inputs, added, _OnBatch(compute))
-        return engine.project(out, [], layout, {})
-    if isinstance(engine, LocalEngine):
-        columns = {name: column_as_arrow(rows, name, exact=True) for name in inputs}
-        return _frame(rows, dict(zip(added.names, compute(columns))), added, layout, repaired)
-    import ibis
-
-    table = rows.to_pyarrow()
-    results = compute({name: table.column(name) for name in inputs})
-    for f, values in zip(added, results):
-        table = table.append_column(f, pa.array(values, f.type) if isinstance(values, list) else values.cast(f.type))
-    return ibis.memtable(table.select(list(layout)).rename_columns(list(layout.values())))
-
-
-@dataclass(frozen=True)
-class _OnBatch:
-    """A computation over the columns of an Arrow batch, as `with_arrow_columns` runs it."""
-
-    compute: Compute
-
-    def __call__(self, batch: pa.RecordBatch) -> list[pa.Array]:
-        results = self.compute({name: batch.column(name) for name in batch.schema.names})
-        return [cast(pa.Array, values) for values in results]  # Arrow in, Arrow out
-
-
-def _frame(rows: Any, added: dict[str, Values], schema: pa.Schema, layout: dict[str, str], repaired: str | None) -> Any:
-    """A Polars or pandas frame with the added columns, arranged by `layout`."""
-    if type(rows).__module__.startswith("pandas"):
-        out = rows.copy()
-        for name, values in added.items():
-            out[name] = _python(values)
-        if repaired is not None:  # the values no repair changed stay the frame's own objects
-            kept = [not fixes for fixes in _python(added[FIXES])]
-            out[repaired] = [old if keep else new for old, new, keep in zip(rows[layout[repaired]], out[repaired], kept)]
-        out = out[list(layout)]
-        out.columns = list(layout.values())
-        return out
-    import polars as pl
-
-    series = [pl.Series(name, _arrow(values, schema.field(name).type)) for name, values in added.items()]
-    return rows.with_columns(series).select([pl.col(s).alias(name) for s, name in layout.items()])
-
-
 # --- Values ----------------------------------------------------------------------------------
 
 
 def _python(values: Values) -> list[Any]:
     return values if isinstance(values, list) else values.to_pylist()
-
-
-def _arrow(values: Values, dtype: pa.DataType) -> pa.Array:
-    return pa.array(values, dtype) if isinstance(values, list) else values
 
 
 def _rows(columns: Mapping[str, Values]) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import REASON_COLUMN, Engine, Judged
+from .base import Engine, Judged
 
 ENGINE_NAMES = ("local", "duckdb", "spark")
 
@@ -53,4 +53,4 @@ def _ibis_engine(table: Any) -> Engine:
     return IbisEngine()
 
 
-__all__ = ["ENGINE_NAMES", "REASON_COLUMN", "Engine", "Judged", "engine_for"]
+__all__ = ["ENGINE_NAMES", "Engine", "Judged", "engine_for"]

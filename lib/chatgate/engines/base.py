@@ -10,9 +10,11 @@ failing set.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any, Literal, cast, get_args
+
+import pyarrow as pa
 
 from ..errors import ChatgateError
 from ..names import REASON
@@ -27,7 +29,6 @@ def check_dedup(dedup: object) -> Dedup:
     if dedup not in DEDUP_MODES:
         raise ValueError(f"dedup= must be one of {list(DEDUP_MODES)}, not {dedup!r}")
     return dedup
-REASON_COLUMN = REASON
 
 AUTO_SAMPLE_ROWS = 20_000
 """dedup="auto" decides from this many rows, the first the engine reads (its first files).
@@ -124,7 +125,7 @@ class Judged:
     reasons: dict[str, int]
     distinct_values: int | None
     annotated: Any
-    reason_column: str = REASON_COLUMN
+    reason_column: str = REASON
     deduplicated: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -165,7 +166,7 @@ class Engine(ABC):
         fmt: ChatFormat,
         *,
         dedup: Dedup = "auto",
-        reason_column: str = REASON_COLUMN,
+        reason_column: str = REASON,
     ) -> Judged:
         """Judge one chat column: `judge_check` with the core check of `column`."""
         if not isinstance(fmt, ChatFormat):
@@ -178,7 +179,7 @@ class Engine(ABC):
         check: RowCheck,
         *,
         dedup: Dedup = "auto",
-        reason_column: str = REASON_COLUMN,
+        reason_column: str = REASON,
     ) -> Judged:
         """Judge the columns `check.columns` of `table` together, with `check.check` only; see `Judged`.
 
@@ -247,6 +248,44 @@ class Engine(ABC):
             passing = self.passing_rows(judged)
         return passing if kind == "pass" else self.concat(failing)
 
+    def value_type(self, table: Any, column: str) -> pa.DataType:
+        """The Arrow type the engine gives `column` (a value computed from it may keep it); no row is read."""
+        field: pa.Field = self.preview(table, 0).schema.field(column)
+        return field.type
+
+    def with_computed_columns(
+        self,
+        table: Any,
+        inputs: list[str],
+        added: pa.Schema,
+        compute: Callable[[Mapping[str, Any]], list[Any]],
+        layout: dict[str, str],
+        unchanged: tuple[str, str] | None = None,
+    ) -> Any:
+        """`table` plus the columns of `added`, which `compute` gives from the `inputs` columns
+        (column name -> Arrow array, or Python values where Arrow can't hold them; one value per
+        row in, one array or list per added column out), then arranged by `layout` (column ->
+        output name, in order). `unchanged` = (added column, added list column): an engine whose
+        rows are Python objects keeps, where the list is empty, the row's own value of the column
+        the added one replaces (the computed value equals it, but isn't it).
+
+        By default, over Arrow batches where the rows are (`with_arrow_columns`, `project`)."""
+        out = self.with_arrow_columns(table, inputs, added, _OnBatch(compute))
+        return self.project(out, [], layout, {})
+
+    def with_arrow_columns(
+        self, table: Any, inputs: list[str], added: pa.Schema, compute: Callable[[pa.RecordBatch], list[pa.Array]]
+    ) -> Any:
+        """`table` plus the columns of `added`: `compute` of each Arrow batch of the `inputs`
+        columns gives them (one array per added column, one value per row)."""
+        raise NotImplementedError(f"the {self.name} engine doesn't add columns by Arrow batches")
+
+    def project(
+        self, table: Any, columns: list[str], renamed: dict[str, str], constants: dict[str, pa.Scalar]
+    ) -> Any:
+        """`columns` of `table`, then each `renamed` column under its new name, then `constants`."""
+        raise NotImplementedError(f"the {self.name} engine doesn't project columns")
+
     @abstractmethod
     def drop_columns(self, table: Any, names: list[str]) -> Any:
         """`table` without the columns `names`."""
@@ -254,3 +293,14 @@ class Engine(ABC):
     @abstractmethod
     def concat(self, tables: list[Any]) -> Any:
         """The rows of `tables` (same columns) one after the other."""
+
+
+@dataclass(frozen=True)
+class _OnBatch:
+    """A computation over named columns, as `with_arrow_columns` runs it on each Arrow batch."""
+
+    compute: Callable[[Mapping[str, Any]], list[Any]]
+
+    def __call__(self, batch: pa.RecordBatch) -> list[pa.Array]:
+        results = self.compute({name: batch.column(name) for name in batch.schema.names})
+        return [cast(pa.Array, values) for values in results]  # Arrow in, Arrow out

@@ -9,6 +9,7 @@ are numbered per column and the distinct rows of those numbers judged.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -123,6 +124,29 @@ class LocalEngine(Engine):
             values = column_as_arrow(head, c, exact=True)
             out[c] = values if isinstance(values, list) else values.to_pylist()
         return out
+
+    def value_type(self, table: Any, column: str) -> pa.DataType:
+        # A frame takes the computed values as they come: the type is a label.
+        values = column_as_arrow(table, column, exact=True)
+        return pa.null() if isinstance(values, list) else values.type
+
+    def with_computed_columns(
+        self,
+        table: Any,
+        inputs: list[str],
+        added: pa.Schema,
+        compute: Callable[[Mapping[str, Any]], list[Any]],
+        layout: dict[str, str],
+        unchanged: tuple[str, str] | None = None,
+    ) -> Any:
+        results = compute({name: column_as_arrow(table, name, exact=True) for name in inputs})
+        values = dict(zip(added.names, results))
+        if type(table).__module__.startswith("pandas"):
+            return _pandas_with(table, values, layout, unchanged)
+        import polars as pl
+
+        series = [pl.Series(name, _as_arrow(v, added.field(name).type)) for name, v in values.items()]
+        return table.with_columns(series).select([pl.col(s).alias(name) for s, name in layout.items()])
 
     def drop_columns(self, table: Any, names: list[str]) -> Any:
         return table.drop(columns=names) if _kind(table) == "pandas" else table.drop(names)
@@ -315,3 +339,27 @@ def _with_column(table: Any, name: str, values: pa.Array, *, first: bool = False
     series = pl.Series(name, values.to_pylist(), dtype=pl.Int64 if first else pl.String)
     # insert_column changes the frame in place: insert into a copy, the caller's frame stays as it was.
     return table.clone().insert_column(0, series) if first else table.with_columns(series)
+
+
+def _pandas_with(
+    table: Any, added: dict[str, Any], layout: dict[str, str], unchanged: tuple[str, str] | None
+) -> Any:
+    """A pandas frame with the added columns, arranged by `layout` (see `with_computed_columns`)."""
+    out = table.copy()
+    for name, values in added.items():
+        out[name] = _as_python(values)
+    if unchanged is not None:  # the values the computation left alone stay the frame's own objects
+        column, flags = unchanged
+        kept = [not flag for flag in _as_python(added[flags])]
+        out[column] = [old if keep else new for old, new, keep in zip(table[layout[column]], out[column], kept)]
+    out = out[list(layout)]
+    out.columns = list(layout.values())
+    return out
+
+
+def _as_python(values: Any) -> list[Any]:
+    return values if isinstance(values, list) else values.to_pylist()
+
+
+def _as_arrow(values: Any, dtype: pa.DataType) -> pa.Array:
+    return pa.array(values, dtype) if isinstance(values, list) else values

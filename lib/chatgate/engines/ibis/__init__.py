@@ -69,6 +69,7 @@ spills to disk when it must.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import ibis
@@ -170,6 +171,31 @@ class IbisEngine(Engine):
         if not tables:
             raise ValueError("concat() needs at least one table")
         return tables[0] if len(tables) == 1 else ibis.union(*tables, distinct=False)
+
+    def with_arrow_columns(
+        self,
+        table: ibis.Table,
+        inputs: list[str],
+        added: pa.Schema,
+        compute: Callable[[pa.RecordBatch], list[pa.Array]],
+    ) -> ibis.Table:
+        # Any Ibis backend: the rows come to Python as one Arrow batch (a step's failing rows,
+        # or the rows of a frame in memory), and go back as a memtable.
+        data = table.to_pyarrow()
+        columns = data.select(inputs)
+        batch = pa.RecordBatch.from_arrays([c.combine_chunks() for c in columns.columns], schema=columns.schema)
+        for f, values in zip(added, compute(batch)):
+            data = data.append_column(f, pa.array(values, f.type) if isinstance(values, list) else values.cast(f.type))
+        return ibis.memtable(data)
+
+    def project(
+        self, table: ibis.Table, columns: list[str], renamed: dict[str, str], constants: dict[str, pa.Scalar]
+    ) -> ibis.Table:
+        return table.select(
+            *[table[c] for c in columns],
+            *[table[source].name(name) for source, name in renamed.items()],
+            *[ibis.literal(value.as_py(), type=ibis.dtype(value.type)).name(name) for name, value in constants.items()],
+        )
 
     def where_reason(self, table: ibis.Table, column: str, *, present: bool) -> ibis.Table:
         reason = table[column]

@@ -16,9 +16,9 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import StructField, StructType
 
+from ... import names as public_names
 from ...rules import RowCheck
 from .. import base
-from ..base import REASON_COLUMN
 from .keys import (
     H1,
     H2,
@@ -69,7 +69,7 @@ class _Keyed:
         table: DataFrame,
         check: RowCheck,
         dedup: str = "auto",
-        reason_column: str = REASON_COLUMN,
+        reason_column: str = public_names.REASON,
     ) -> _Keyed:
         names = _check_arguments(table, check, dedup, reason_column)
         if nulls_native(check):
