@@ -1,5 +1,9 @@
 """The run report: one run of the job, from its summary and quarantine tables, for people and machines.
 
+The lines marked to skip need the summary and quarantine tables a run of the job wrote
+(Delta tables on disk), which the doctests don't have; tests/test_run_report.py runs them:
+
+>>> from pathlib import Path
 >>> from chatgate.runreport import load_report, render_page, report_json
 >>> report = load_report("lake/chat_summary", "lake/chat_quarantine")  # doctest: +SKIP
 >>> Path("report.html").write_text(render_page(report))  # doctest: +SKIP
