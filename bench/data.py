@@ -7,7 +7,7 @@ from pathlib import Path
 import pyarrow as pa
 from deltalake import write_deltalake
 
-from chatgate.engines.tables import delta_source
+from chatgate import read_delta
 from chatgate.sample import chat_table
 
 DATA_DIR = Path(__file__).resolve().parent / ".data"
@@ -41,7 +41,7 @@ def json_bytes(path: str) -> int:
     """Total bytes of JSON text in the messages column."""
     import pyarrow.compute as pc
 
-    dataset = delta_source(path)
+    dataset = read_delta(path)
     total = 0
     for batch in dataset.to_batches(columns=["messages"]):
         total += pc.sum(pc.binary_length(batch.column(0))).as_py() or 0

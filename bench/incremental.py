@@ -92,11 +92,11 @@ def main(argv: list[str] | None = None) -> int:
 
     report["engines"]["duckdb"] = measure("duckdb", DuckDBEngine(), base, args.rows, args.fraction, args.appends, scratch)
     if not args.no_spark:
+        from chatgate import spark_session
         from chatgate.engines.spark import SparkEngine
-        from chatgate.engines.spark.session import get_spark
 
         start = time.perf_counter()
-        spark = get_spark("chatgate-bench", master="local[2]", extra_conf={"spark.ui.enabled": "false"})
+        spark = spark_session("chatgate-bench", master="local[2]", extra_conf={"spark.ui.enabled": "false"})
         spark.sparkContext.setLogLevel("ERROR")
         report["spark_startup_s"] = time.perf_counter() - start
         engine = SparkEngine(spark=spark)

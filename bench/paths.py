@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 from deltalake import write_deltalake
 
-from chatgate.engines.tables import delta_source
+from chatgate import read_delta
 from chatgate.job.config import build_config
 from chatgate.job.runner import run
 from chatgate.rules import ChatFormat, check_array
@@ -69,11 +69,11 @@ def duckdb_native_sql(source: str, base: Path) -> int:
 
     out = _scratch(base, "duckdb-sql")
     con = duckdb.connect()
-    con.register("src", delta_source(source))
+    con.register("src", read_delta(source))
     sql = f"SELECT s.*, c.pb_reason_ FROM src s JOIN ({duckdb_codes_sql('src', 'messages', FMT)}) c USING (id)"
     reader = con.execute(f"SELECT * FROM ({sql}) WHERE pb_reason_ IS NOT NULL").fetch_record_batch(50_000)
     write_deltalake(str(out / "q"), reader)
-    failed = delta_source(str(out / "q")).count_rows()
+    failed = read_delta(str(out / "q")).count_rows()
     shutil.rmtree(out, ignore_errors=True)
     return failed
 
@@ -83,7 +83,7 @@ def duckdb_ceiling(source: str, base: Path) -> int:
     import duckdb
 
     con = duckdb.connect()
-    con.register("src", delta_source(source))
+    con.register("src", read_delta(source))
     con.execute("SELECT sum(hash(messages)), sum(strlen(messages)) FROM src").fetchall()
     return 0
 

@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from chatgate.engines.tables import delta_source
+from chatgate import read_delta
 
 from . import paths
 from .data import json_bytes, source_table
@@ -66,9 +66,9 @@ def check_batch_alone(source: str, rows: int = 200_000) -> dict:
     import pyarrow as pa
 
     from chatgate.rules import check_array
-    from chatgate.rules.batch import _typed_decoder
+    from chatgate.rules.batch import typed_decoder
 
-    table = delta_source(source).head(rows, columns=["messages"])
+    table = read_delta(source).head(rows, columns=["messages"])
     column = table.column("messages").combine_chunks()
     check, _ = timed(lambda: check_array(column, paths.FMT), 3)
     values = [v.encode() for v in column.to_pylist()]
@@ -84,7 +84,7 @@ def check_batch_alone(source: str, rows: int = 200_000) -> dict:
         return timed(parse, 3)[0]
 
     plain = parse_only(msgspec.json.decode)
-    typed = parse_only(_typed_decoder("role", "content"))
+    typed = parse_only(typed_decoder("role", "content"))
     n = len(column)
     return {
         "rows": n,
@@ -109,9 +109,9 @@ def main(argv=None) -> int:
     spark, startup = None, None
     if not args.no_spark:
         start = time.perf_counter()
-        from chatgate.engines.spark.session import get_spark
+        from chatgate import spark_session
 
-        spark = get_spark(
+        spark = spark_session(
             "chatgate-bench",
             master="local[2]",
             extra_conf={"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "8",

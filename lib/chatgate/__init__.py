@@ -2,6 +2,7 @@
 
 from ._version import __version__ as __version__
 from .errors import ChatgateError, ConfigError, OutputError, SourceError
+from .lake import read_delta, spark_session
 from .report import StepReport
 from .rules import REASONS, ChatFormat, check_batch, first_problem, repair
 from .selectors import col, contains, ends_with, everything, matches, starts_with
@@ -26,6 +27,8 @@ __all__ = [
     "everything",
     "first_problem",
     "matches",
+    "read_delta",
     "repair",
+    "spark_session",
     "starts_with",
 ]
