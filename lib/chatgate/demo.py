@@ -40,18 +40,18 @@ def build_lakehouse(directory: Path, rows: int) -> Path:
 def query_quarantine(path: str, run_id: str) -> Any:
     """The quarantine table by reason, with DuckDB SQL over the Delta table.
 
-    Through `delta_source`, not `DeltaTable(path).to_pyarrow_dataset()`: that dataset
+    Through `read_delta`, not `DeltaTable(path).to_pyarrow_dataset()`: that dataset
     reads through deltalake's Python filesystem, and Arrow's threads dropping it while
     the interpreter exits abort the process ("terminate called without an active
     exception"). The connection is closed before returning.
     """
     import duckdb
 
-    from .engines.tables import delta_source
+    from .lake import read_delta
 
     con = duckdb.connect()
     try:
-        con.register("quarantine", delta_source(path))
+        con.register("quarantine", read_delta(path))
         return con.execute(QUERY, [run_id]).to_arrow_table()
     finally:
         con.close()
