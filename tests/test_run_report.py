@@ -407,7 +407,8 @@ def test_help_lists_every_flag_an_example_and_the_exit_statuses(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
     top = " ".join(capsys.readouterr().out.split())
-    assert "{run,report}" in top
+    assert "{run,report,clean}" in top
+    assert "clean delete one run's rows from the output tables" in top
     assert "report make the HTML (or JSON) report of a run from its summary and quarantine tables" in top
 
 

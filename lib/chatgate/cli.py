@@ -51,22 +51,22 @@ def build_parser(prog: str = "chatgate") -> argparse.ArgumentParser:
             allow_abbrev=False,
         )
     )
-    add_clean_arguments(
-        commands.add_parser(
-            "clean",
-            help="delete one run's rows from the output tables (after a run that couldn't take them back)",
-            description=CLEAN_DESCRIPTION,
-            epilog=CLEAN_EPILOG,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-            allow_abbrev=False,
-        )
-    )
     add_report_arguments(
         commands.add_parser(
             "report",
             help=REPORT_HELP,
             description=REPORT_DESCRIPTION,
             epilog=REPORT_EPILOG,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            allow_abbrev=False,
+        )
+    )
+    add_clean_arguments(
+        commands.add_parser(
+            "clean",
+            help="delete one run's rows from the output tables (after a run that couldn't take them back)",
+            description=CLEAN_DESCRIPTION,
+            epilog=CLEAN_EPILOG,
             formatter_class=argparse.RawDescriptionHelpFormatter,
             allow_abbrev=False,
         )

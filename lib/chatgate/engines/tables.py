@@ -25,6 +25,8 @@ and when they drop the last one while the interpreter exits, the process aborts
 ("terminate called without an active exception"), segfaults or hangs at exit.
 Nothing here hands out such a dataset.
 
+(The last two lines are skipped in the doctests: there is no table at warehouse/chats.)
+
 >>> import ibis
 >>> con = ibis.duckdb.connect()
 >>> table = open_table("warehouse/chats", con)  # doctest: +SKIP
@@ -217,6 +219,8 @@ def delta_source(
     pushed down); any other table is a `DeltaScan`, which streams through
     deltalake's reader and can be scanned again and again. Both have
     `to_table(columns=None)`.
+
+    (Skipped in the doctests: there is no table at lake/chat_quarantine.)
 
     >>> import duckdb
     >>> con = duckdb.connect()
