@@ -66,7 +66,9 @@ numbers the source in its scan order), then by the global order of all codes.
 from __future__ import annotations
 
 import functools
+import logging
 import operator
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -79,7 +81,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_type
 from pyspark.sql.types import StructField, StructType
 
-from ...errors import OutputError, SourceError
+from ...errors import ChatgateError, OutputError, SourceError
 from ...rules import RowCheck
 from ..base import Dedup, Judged, ordered_reasons
 from ..lakehouse import (
@@ -90,6 +92,7 @@ from ..lakehouse import (
     local_target_state,
     pinned_version,
 )
+from ..tables import error_chain, no_space_left
 from .check import (
     _BATCH_CONF,
     _LARGE_VAR_CONF,
@@ -112,15 +115,21 @@ from .delta import (
     CONCURRENT_WRITE_ERRORS,
     HISTORY_SEARCHED,
     NAME_NEEDS_MAPPING,
+    delta_log_problem,
     equals_sql,
+    error_text,
     first_line,
     is_not_a_delta_path,
     is_path,
+    java_throwables,
     path_ref,
+    spark_error_line,
     table_ref,
 )
 from .keys import KEYS, column_ref
-from .session import get_spark
+from .session import OOM_EXIT_CODE, get_spark, job_jvm_output, jvm_exit_code, jvm_log
+
+log = logging.getLogger("chatgate")
 
 BATCH_ROWS = 10_000
 """Rows per Arrow batch sent to Python (spark.sql.execution.arrow.maxRecordsPerBatch)."""
@@ -143,12 +152,21 @@ class SparkEngine(LakehouseEngine):
             raise ValueError(f"batch_rows= must be a positive integer, not {batch_rows!r}")
         self.batch_rows = batch_rows
         self._spark = spark
+        self._master: str | None = None
 
     @property
     def spark(self) -> SparkSession:
-        """The session the job reads and writes with (judging uses each table's own)."""
+        """The session the job reads and writes with (judging uses each table's own).
+
+        Without an active session, the job starts one whose JVM prints to a file
+        (`session.job_jvm_output`), and py4j's own messages are kept to warnings.
+        """
         if self._spark is None:
-            self._spark = get_spark("chatgate-job")
+            _quiet_py4j()
+            self._spark = get_spark("chatgate-job", jvm_output=job_jvm_output())
+            _quiet_accumulator_server()
+            if jvm_log() is not None:
+                log.info("Spark's own output (its log, warnings, progress): %s", jvm_log())
         return self._spark
 
     def accepts(self, table: Any) -> bool:
@@ -275,15 +293,27 @@ class SparkEngine(LakehouseEngine):
     # -- reading ----------------------------------------------------------------
 
     def open_source(self, source: str, version: int | None) -> tuple[DataFrame, int | None]:
+        self._master = self._master or _master(self.spark)
         try:
             latest = self._version(source)
+        except ChatgateError:
+            raise
         except Exception as exc:  # noqa: BLE001 - Spark's analysis errors name no source
-            raise SourceError(f"can't read the source {source!r}: {first_line(exc)}") from None
+            raise self._source_error(source, exc) from exc
         pinned = pinned_version(source, latest, version)
         try:
             return self._read(source, pinned), pinned
+        except ChatgateError:
+            raise
         except Exception as exc:  # noqa: BLE001
-            raise SourceError(f"can't read the source {source!r}: {first_line(exc)}") from None
+            raise self._source_error(source, exc) from exc
+
+    def _source_error(self, source: str, error: Exception) -> ChatgateError:
+        """One line for a source Spark can't read: a dead JVM, a corrupt log, else Spark's message and cause."""
+        dead = self._jvm_failure(error)
+        if dead is not None:
+            return dead
+        return SourceError(f"can't read the source {source!r}: {delta_log_problem(error) or spark_error_line(error)}")
 
     def _read(self, source: str, version: int | None) -> DataFrame:
         reader = self.spark.read
@@ -386,7 +416,13 @@ class SparkEngine(LakehouseEngine):
     def target_columns(self, target: str) -> list[str] | None:
         if is_path(target) and is_local_path(target) and local_target_state(target) == "absent":
             return None
-        history = self._history(target, 1)
+        try:
+            history = self._history(target, 1)
+        except ChatgateError:
+            raise
+        except Exception as exc:  # a corrupt log, storage: named with the target
+            problem = delta_log_problem(exc) or spark_error_line(exc)
+            raise (self._jvm_failure(exc) or OutputError(f"can't write to {target!r}: {problem}")) from exc
         if history is None:
             if not is_path(target) and self._table_exists(target):
                 raise OutputError(f"the catalog table {target!r} isn't a Delta table; choose another output table")
@@ -415,7 +451,15 @@ class SparkEngine(LakehouseEngine):
         except Exception as exc:
             if self.is_conflict(exc):
                 raise
-            raise OutputError(f"can't write to {target!r}: {first_line(exc)}") from None
+            dead = self._jvm_failure(exc)
+            if dead is not None:
+                raise dead from exc
+            if no_space_left(exc):
+                raise OutputError(
+                    f"no space left on device writing {target!r}; free space on its disk, "
+                    "or write that output to another path, then rerun"
+                ) from exc
+            raise OutputError(f"can't write to {target!r}: {spark_error_line(exc)}") from exc
         return self._rows_written(target, commit_metadata_json(metadata))
 
     def _rows_written(self, target: str, metadata: str) -> int:
@@ -435,8 +479,172 @@ class SparkEngine(LakehouseEngine):
             self.spark.sql(f"DELETE FROM {history[0]} WHERE {equals_sql(run_id_column, run_id)}")
 
     def is_conflict(self, error: BaseException) -> bool:
-        text = f"{type(error).__name__}: {error}"
+        text = f"{type(error).__name__}: {error_text(error)}"
         return any(name in text for name in CONCURRENT_WRITE_ERRORS)
+
+    # -- failures, on one line ----------------------------------------------------
+
+    def explain(self, error: BaseException) -> ChatgateError | None:
+        if isinstance(error, ChatgateError):
+            return None
+        dead = self._jvm_failure(error)
+        if dead is not None:
+            return dead
+        if no_space_left(error):
+            return ChatgateError(
+                f"no space left on device ({_short(_java_line(error))}); free space on that disk, "
+                "or point Spark's scratch space (spark.local.dir) to a larger one, then rerun"
+            )
+        problem = delta_log_problem(error)
+        if problem is not None:
+            table = _LOGGED_TABLE.search(_java_line(error))
+            where = f"the Delta table at {table.group(1)!r}" if table else "a Delta table of this run"
+            return ChatgateError(f"can't read {where}: {problem}")
+        java = next((e for e in error_chain(error) if java_throwables(e)), None)
+        if java is not None:
+            return ChatgateError(f"Spark failed: {_short(spark_error_line(java), 600)} (rerun with --debug for details)")
+        return None
+
+    def _jvm_failure(self, error: BaseException) -> ChatgateError | None:
+        """The one-line error for Spark running out of memory or its JVM exiting; None for any other."""
+        chain = list(error_chain(error))
+        texts = [error_text(e) for e in chain]
+        gone = any(_jvm_gone(e, text) for e, text in zip(chain, texts))
+        code = jvm_exit_code() if gone else None
+        cause = next((_oom_cause(text) for text in texts if _oom_cause(text)), None)
+        if cause is None and gone and (code == OOM_EXIT_CODE or _log_says_oom()):
+            cause = "java.lang.OutOfMemoryError"
+        where = f" (Spark's log: {jvm_log()})" if jvm_log() is not None else ""
+        exited = f" (exit status {code})" if code is not None else ""
+        if cause is not None:
+            return ChatgateError(_out_of_memory(cause, self._master, gone) + where)
+        if gone:
+            log_file = jvm_log()
+            why = f"Spark's log {str(log_file)!r}" if log_file is not None else "the Spark driver's log"
+            return ChatgateError(
+                f"Spark's JVM exited{exited} or stopped answering, so the run stopped; {why} says why. If it ran out "
+                "of memory, raise spark.driver.memory (SPARK_DRIVER_MEMORY=8g before chatgate run, "
+                "--driver-memory 8g for spark-submit)"
+            )
+        return None
+
+
+def _master(session: SparkSession) -> str | None:
+    """The session's master URL (local[*], yarn, ...), None when it can't be had."""
+    try:
+        master = session.conf.get("spark.master", None)
+    except Exception:  # noqa: BLE001 - a Connect server may keep its settings to itself
+        return None
+    return None if master is None else str(master)
+
+
+_LOGGED_TABLE = re.compile(r"(?:file:)?(\S+?)/_delta_log/")
+_JAVA_OOM = re.compile(r"java\.lang\.OutOfMemoryError(?:: [A-Za-z][A-Za-z ]*[A-Za-z])?")
+_OTHER_OOM = re.compile(r"(?:[A-Za-z_$][\w$]*\.)*[\w$]*OutOfMemoryError(?:: [A-Za-z][A-Za-z ]*[A-Za-z])?")
+_OOM_PHRASES = ("Java heap space", "GC overhead limit exceeded")
+
+
+def _oom_cause(text: str) -> str | None:
+    """The out-of-memory error `text` names (java.lang.OutOfMemoryError: Java heap space, Spark's
+    SparkOutOfMemoryError, ...), if any."""
+    found = _JAVA_OOM.search(text) or _OTHER_OOM.search(text)
+    if found:
+        return found.group(0)
+    if any(phrase in text for phrase in _OOM_PHRASES):
+        return "java.lang.OutOfMemoryError"
+    return None
+
+
+def _jvm_gone(error: BaseException, text: str) -> bool:
+    """Is `error` py4j finding the JVM gone (refused, reset, an empty answer)?"""
+    if isinstance(error, (ConnectionRefusedError, ConnectionResetError, BrokenPipeError)):
+        return True
+    name = type(error).__name__
+    if name == "Py4JNetworkError":
+        return True
+    if name == "Py4JJavaError" and not text:
+        return True  # its message is asked of the JVM, which didn't answer
+    return any(phrase in text for phrase in _JVM_GONE)
+
+
+_JVM_GONE = (
+    "Answer from Java side is empty",
+    "Error while sending or receiving",
+    "Error while receiving",
+    "JAVA_GATEWAY_EXITED",
+    "SparkContext was shut down",
+    "Cannot call methods on a stopped SparkContext",
+)
+
+
+def _log_says_oom() -> bool:
+    """Does the end of the JVM's own log (when it is a file) name an OutOfMemoryError?"""
+    path = jvm_log()
+    if path is None:
+        return False
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, 2)
+            handle.seek(max(0, handle.tell() - 4 * 2**20))
+            return b"java.lang.OutOfMemoryError" in handle.read()
+    except OSError:
+        return False
+
+
+def _out_of_memory(cause: str, master: str | None, gone: bool) -> str:
+    """The one line for Spark running out of memory: which JVM, and the setting to raise."""
+    if master is None:  # a Spark Connect server's, or unknown
+        who = "Spark"
+        raise_it = "raise the memory of the JVM that failed: spark.driver.memory, or spark.executor.memory on a cluster"
+    elif master.startswith("local"):
+        who = "Spark's JVM (the driver, whose threads are the local executors)"
+        raise_it = (
+            "raise spark.driver.memory (default 1g): SPARK_DRIVER_MEMORY=8g before chatgate run, "
+            "--driver-memory 8g for spark-submit"
+        )
+    elif gone:
+        who = "Spark's driver"
+        raise_it = "raise spark.driver.memory (--driver-memory 8g for spark-submit)"
+    else:
+        who = "a Spark executor"
+        raise_it = "raise spark.executor.memory (--executor-memory 8g for spark-submit)"
+    return (
+        f"{who} ran out of memory ({cause}){' and exited' if gone else ''}; {raise_it}. "
+        "Spark reads every value whole, even one over max_value_bytes (reported too_large, never parsed), "
+        "so the memory must hold the largest value several times over"
+    )
+
+
+def _java_line(error: BaseException) -> str:
+    java = next((e for e in error_chain(error) if java_throwables(e)), None)
+    return spark_error_line(java) if java is not None else first_line(error)
+
+
+def _short(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _quiet_py4j() -> None:
+    """py4j logs each connection it closes, and each failed call's traceback, at INFO: kept to warnings
+    (the failures reach the run as exceptions), unless its logger was given a level already."""
+    py4j = logging.getLogger("py4j")
+    if py4j.level == logging.NOTSET:
+        py4j.setLevel(logging.WARNING)
+
+
+def _quiet_accumulator_server() -> None:
+    """pyspark's accumulator server (a thread of this process) prints a traceback to stderr when the
+    JVM it serves dies mid-update: logged at DEBUG instead, as the run's own error says what happened."""
+    from pyspark import SparkContext
+
+    server = getattr(SparkContext._active_spark_context, "_accumulatorServer", None)
+    if server is None:
+        return
+
+    def handle_error(request: Any, client_address: Any) -> None:
+        log.debug("pyspark's accumulator server lost the JVM (%s)", client_address, exc_info=True)
+
+    server.handle_error = handle_error
 
 
 def _add_arrow_columns(

@@ -10,9 +10,12 @@ unquoted: names are backquoted part by part, run ids travel as hex digits.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 
 from pyspark.errors import AnalysisException
+
+from ..tables import corrupt_commit, error_chain, missing_commits
 
 CONCURRENT_WRITE_ERRORS = (
     "ConcurrentAppendException",
@@ -53,6 +56,82 @@ def is_path(target: str) -> bool:
 def first_line(error: BaseException) -> str:
     """The first non-blank line of an error's message (Spark's start with a newline)."""
     return next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
+
+
+def error_text(error: BaseException) -> str:
+    """str(error), or "" when it can't be had (a Py4JJavaError asks the JVM, which may be gone)."""
+    try:
+        return str(error)
+    except Exception:  # noqa: BLE001
+        return ""
+
+
+_THROWN = re.compile(r"^(?:: |Caused by: )([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+)(?:: (.*))?$")
+_SQLSTATE = re.compile(r"\s*SQLSTATE: \w+\s*$")
+
+
+def java_throwables(error: BaseException) -> list[tuple[str, str]]:
+    """(class, first line of message) of each Java throwable in a Py4JJavaError's text, outermost first.
+
+    The text is pyspark's: "An error occurred while calling o35.sql.", then ": " and the
+    Java exception, its frames, and a "Caused by: " line for each cause.
+    """
+    found = []
+    for line in error_text(error).splitlines():
+        matched = _THROWN.match(line.strip() if line.startswith("Caused by") else line)
+        if matched:
+            found.append((matched.group(1), _SQLSTATE.sub("", matched.group(2) or "").strip()))
+    return found
+
+
+def spark_error_line(error: BaseException) -> str:
+    """A Spark error on one line: the Java exception's message and its root cause, never a frame.
+
+    A Py4JJavaError's own first line ("An error occurred while calling o35.sql.") names only the
+    call: what Spark said is on the lines after it.
+    """
+    thrown = java_throwables(error)
+    if not thrown:
+        return first_line(error)
+    top_class, top = thrown[0]
+    root_class, root = thrown[-1]
+    line = top or _simple(top_class)
+    if len(thrown) > 1 and root and root not in line:
+        line += f" (caused by {_simple(root_class)}: {_without_source(root)})"
+    return " ".join(line.split())
+
+
+_JSON_SOURCE = re.compile(r"\s*(\(start marker at )?\[Source: .*$")
+
+
+def _without_source(message: str) -> str:
+    """A message without the text Jackson quotes from its input ("[Source: (String)"{...")."""
+    return _JSON_SOURCE.sub("", message) or message
+
+
+def _simple(java_class: str) -> str:
+    return java_class.rsplit(".", 1)[-1]
+
+
+_GAP = re.compile(r"Versions \((\d+), (\d+)\) are not contiguous")
+_LOG_FILE = re.compile(r"_delta_log/(\d{20}\.json)")
+
+
+def delta_log_problem(error: BaseException) -> str | None:
+    """What is wrong with a Delta log, when Spark's `error` (or one it chains to) says it is corrupt."""
+    for link in error_chain(error):
+        text = error_text(link)
+        gap = _GAP.search(text)
+        if gap or "DELTA_VERSIONS_NOT_CONTIGUOUS" in text:
+            return missing_commits(int(gap.group(1)), int(gap.group(2))) if gap else missing_commits(None, None)
+        thrown = java_throwables(link)
+        if thrown and "FAILED_READ_FILE" in thrown[0][1]:
+            commit = _LOG_FILE.search(thrown[0][1])
+            if commit:
+                root_class, root = thrown[-1]
+                cause = f"{_simple(root_class)}: {_without_source(root)}"
+                return corrupt_commit(f"_delta_log/{commit.group(1)}", cause)
+    return None
 
 
 def equals_sql(column: str, value: str) -> str:

@@ -20,6 +20,12 @@ Four situations, in the order they are tried:
    back to `spark.jars.packages` with `DELTA_PACKAGE`, which makes Spark resolve
    the jars from Maven Central at start-up (that needs a route to it).
 
+In the fourth case the JVM is this process's child, and `jvm_output=` sends what it
+prints (Spark's log, its progress bars, the JVM's own warnings and crash messages) to a
+file instead of this process's stderr and stdout: the job does (`job_jvm_output`), so
+`chatgate run --engine spark` prints its own lines only, and a failure is one line
+that can name the file.
+
 >>> spark = get_spark(master="local[2]")  # doctest: +SKIP
 """
 
@@ -27,6 +33,8 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
+import time
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -41,6 +49,11 @@ DELTA_PACKAGE = "io.delta:delta-spark_4.1_2.13:4.1.0"
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 JARS_DIR_ENV = "CHATGATE_JARS_DIR"
+JVM_OUTPUT_ENV = "CHATGATE_SPARK_LOG"
+"""Where the job's own JVM prints (a file); `-` leaves it on the console."""
+
+OOM_EXIT_CODE = 52
+"""The status a Spark JVM exits with after an OutOfMemoryError (SparkExitCode.OOM)."""
 
 _JARS_SUBDIR = Path(".cache") / "jars"
 _DELTA_JAR_PREFIXES = ("delta-spark", "delta-core")
@@ -50,6 +63,8 @@ def get_spark(
     app_name: str = "chatgate",
     master: str | None = None,
     extra_conf: Mapping[str, Any] | None = None,
+    *,
+    jvm_output: str | os.PathLike[str] | None = None,
 ) -> SparkSession:
     """The active SparkSession, or a new one with Delta Lake enabled.
 
@@ -57,6 +72,8 @@ def get_spark(
     Spark Connect session (`$SPARK_REMOTE`) has the server's. `extra_conf` is
     applied last, so it overrides anything set here; it is ignored when a session
     is already active (set runtime options on it with `spark.conf.set`).
+    `jvm_output`: a file that a JVM started here prints to, rather than this
+    process's stderr (see the module notes; `jvm_log()` then names it).
     """
     from pyspark.sql import SparkSession
 
@@ -79,7 +96,78 @@ def get_spark(
     builder = SparkSession.builder.appName(app_name).master(master)
     for key, value in conf.items():
         builder = builder.config(key, value)
+    if jvm_output is not None and not launched:
+        _launch_jvm({"spark.app.name": app_name, "spark.master": master, **conf}, Path(jvm_output))
     return builder.getOrCreate()
+
+
+_jvm_log: Path | None = None
+
+
+def jvm_log() -> Path | None:
+    """The file the JVM started by `get_spark(jvm_output=...)` prints to (None: it prints to the console)."""
+    return _jvm_log
+
+
+def jvm_exit_code() -> int | None:
+    """The exit status of this process's own Spark JVM once it has exited (None: running, or not a child)."""
+    from pyspark import SparkContext
+
+    process = getattr(SparkContext._gateway, "proc", None)
+    if process is None:
+        return None
+    code = process.poll()
+    return None if code is None else int(code)
+
+
+def job_jvm_output() -> Path | None:
+    """Where the job's JVM prints: `$CHATGATE_SPARK_LOG`, else a new file in the system's temp
+    directory (chatgate-spark/<time>-<pid>.log, kept `JVM_LOGS_KEPT_DAYS` days); None when
+    `$CHATGATE_SPARK_LOG` is `-` (the console)."""
+    chosen = os.environ.get(JVM_OUTPUT_ENV)
+    if chosen == "-":
+        return None
+    if chosen:
+        return Path(chosen).expanduser()
+    folder = Path(tempfile.gettempdir()) / "chatgate-spark"
+    _remove_old_logs(folder)
+    return folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+
+
+JVM_LOGS_KEPT_DAYS = 7
+"""How long the job's JVM logs stay in the temp directory's chatgate-spark folder."""
+
+
+def _remove_old_logs(folder: Path) -> None:
+    cutoff = time.time() - JVM_LOGS_KEPT_DAYS * 86400
+    try:
+        for old in folder.glob("*.log"):
+            if old.stat().st_mtime < cutoff:
+                old.unlink()
+    except OSError:
+        pass  # another run's cleanup, or a folder we can't list: the logs stay
+
+
+def _launch_jvm(conf: Mapping[str, str], output: Path) -> None:
+    """Start the JVM that the builder's session will use, printing to `output` (appended to).
+
+    It is what the builder does when it finds no JVM (pyspark's `launch_gateway` with the
+    session's settings), with the JVM's stdout and stderr sent to the file.
+    """
+    global _jvm_log
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return  # a JVM runs already: its output goes where it went
+    spark_conf = SparkConf(loadDefaults=False)
+    for key, value in conf.items():
+        spark_conf.set(key, value)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with output.open("ab") as sink:
+        gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": sink, "stderr": sink})
+    SparkContext._ensure_initialized(gateway=gateway)
+    _jvm_log = output
 
 
 def _connect_session(app_name: str, url: str, extra_conf: Mapping[str, Any]) -> SparkSession:
