@@ -126,3 +126,27 @@ def test_distinct_tables_side_by_side_are_accepted(tmp_path):
         {"quarantine": str(tmp_path / "chats_q"), "summary": str(tmp_path / "chats2"), "valid": str(tmp_path / "v")},
     )
     assert config.outputs.quarantine.endswith("chats_q")
+
+
+def test_file_urls_in_every_spelling_are_the_local_path(tmp_path):
+    local = os.path.realpath(tmp_path / "q")
+    assert resolve(f"file://{tmp_path}/q") == resolve(f"file:{tmp_path}/q") == resolve(f"file:///{tmp_path}/q/") == local
+
+
+@pytest.mark.spark
+def test_a_catalog_table_and_its_path_are_one_table_on_spark(tmp_path, spark):
+    from chatgate.engines.spark import SparkEngine
+    from chatgate.job.runner import run
+
+    write_deltalake(str(tmp_path / "chats"), chat_table(10, seed=1))
+    location = tmp_path / "o" / "q"
+    spark.sql(f"CREATE TABLE chatgate_identity_q (a INT) USING DELTA LOCATION '{location}'")
+    try:
+        config = build_config(
+            {"source": str(tmp_path / "chats"), "engine": "spark", "columns": ["messages"]},
+            {"quarantine": "chatgate_identity_q", "valid": str(location), "summary": str(tmp_path / "s")},
+        )
+        with pytest.raises(ConfigError, match=r"the quarantine \(--quarantine 'chatgate_identity_q'\) and the valid .* are one table"):
+            run(config, SparkEngine(spark=spark))
+    finally:
+        spark.sql("DROP TABLE IF EXISTS chatgate_identity_q")

@@ -55,7 +55,8 @@ def resolve(target: str, *, catalog_names: bool = False) -> str:
     `catalog:` and the lower-cased name of a catalog table."""
     if "://" in target and not target.startswith("file://"):
         return _normalised_url(target)
-    path = target.removeprefix("file://")
+    # file:///a, file://a and Hadoop's file:/a are the local path /a.
+    path = "/" + target[len("file:"):].lstrip("/") if target.startswith("file:/") else target
     if catalog_names and not _looks_like_path(path):
         return "catalog:" + path.lower()
     return os.path.realpath(os.path.abspath(path))

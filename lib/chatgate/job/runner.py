@@ -53,7 +53,7 @@ from .config import EmbeddedConfig, JobConfig
 from .fixes import BEFORE, FixPlan, fixed_as_valid, fixed_output, repair_failing, step_fix_counts
 from .hints import run_hints
 from .limits import check_memory_limits
-from .locations import resolve
+from .locations import check_locations, resolve
 from .outputs import SUMMARY_RUN_ID, SUMMARY_SCHEMA, ReadScope, StepResult, output_columns, summary_table
 from .registry import store_for
 from .since import LAST_RUN_COLUMNS, SINCE_LAST, ReadPlan, check_fingerprint, last_checked_version, read_plan
@@ -136,6 +136,9 @@ def run(config: JobConfig, engine: LakehouseEngine | None = None) -> RunResult:
     as the engine's one-line explanation of it, chained to the original.
     """
     engine = engine or engine_for_job(config)
+    if config.engine == "spark":
+        # Catalog tables are compared by the location their catalog gives, before anything is read.
+        check_locations(config.tables(), catalog_names=True, catalog_location=store_for(engine).location)
     try:
         return _run(config, engine)
     except Exception as error:

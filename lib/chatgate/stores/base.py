@@ -36,6 +36,11 @@ class TableStore(ABC):
         """The `columns` of the small table at `target` (a summary), as Arrow; None when there is
         no table there or it lacks one of them. Never for a source: it reads every row to the caller."""
 
+    def location(self, target: str) -> str | None:
+        """Where the catalog table named `target` keeps its files, when the store has a catalog
+        and the table exists (None otherwise: a path is its own location)."""
+        return None
+
     @abstractmethod
     def changes(self, source: str, since: int, until: int) -> ChangedRows:
         """The rows that the commits after version `since`, up to and including `until`, inserted.

@@ -28,6 +28,17 @@ class DeltaSparkStore(TableStore):
     def _load(self, reader: Any, target: str) -> Any:
         return reader.load(target) if is_path(target) else reader.table(target)
 
+    def location(self, target: str) -> str | None:
+        if is_path(target):
+            return None
+        try:
+            if not self.spark.catalog.tableExists(target):
+                return None
+            ref = ".".join(quoted(p) for p in target.split("."))
+            return str(self.spark.sql(f"DESCRIBE DETAIL {ref}").collect()[0]["location"])
+        except Exception:  # noqa: BLE001 - a name Spark can't parse, or a view: compared by name
+            return None
+
     def read_columns(self, target: str, columns: Sequence[str]) -> pa.Table | None:
         try:
             table = self._load(self._reader(), target)
