@@ -329,3 +329,13 @@ def test_a_30_mb_value_is_too_large_by_default_and_kept_whole_in_the_quarantine(
     assert read_delta(result.config.outputs.valid)["id"].to_pylist() == [2]
     summary = read_delta(result.config.outputs.summary).to_pylist()[0]
     assert json.loads(summary["parameters"])["max_value_bytes"] == MAX_VALUE_BYTES
+
+
+@pytest.mark.spark
+def test_spark_measures_a_value_in_the_jvm_and_sends_a_stand_in_when_only_keys_come_back(spark):
+    from chatgate.engines.spark import _within
+
+    frame = spark.createDataFrame([("short",), ("é" * 8,), (None,)], "m string")
+    sent = [row[0] for row in frame.select(_within(frame, "m", 10)).collect()]
+    assert sent == ["short", " " * 11, None]  # "é" * 8 is 16 bytes: over 10
+    assert [row[0] for row in frame.select(_within(frame, "m", None)).collect()] == ["short", "é" * 8, None]
