@@ -226,6 +226,8 @@ def run_from_args(args: argparse.Namespace) -> int:
     from .job.summary import format_summary
 
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, format="chatgate: %(message)s")
+    if args.debug:  # what was kept off the console (deltalake's panics) is logged at DEBUG
+        logging.getLogger("chatgate").setLevel(logging.DEBUG)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
     overrides = {k: v for k, v in vars(args).items() if k not in NOT_OVERRIDES}

@@ -138,6 +138,8 @@ BATCH_ROWS = 10_000
 class SparkEngine(LakehouseEngine):
     """PySpark DataFrames, judged on the cluster.
 
+    (Skipped in the doctests: they need a SparkSession and a DataFrame `df`; the Spark tests run this.)
+
     >>> judged = SparkEngine().judge(df, "messages", ChatFormat())  # doctest: +SKIP
     >>> judged.failed, judged.reasons  # doctest: +SKIP
     (2, {'not_alternating': 1, 'unknown_role': 1})

@@ -26,6 +26,8 @@ file instead of this process's stderr and stdout: the job does (`job_jvm_output`
 `chatgate run --engine spark` prints its own lines only, and a failure is one line
 that can name the file.
 
+(Skipped in the doctests: it starts a JVM.)
+
 >>> spark = get_spark(master="local[2]")  # doctest: +SKIP
 """
 
