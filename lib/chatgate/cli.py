@@ -8,7 +8,7 @@ import logging
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._version import __version__
@@ -169,23 +169,30 @@ def clean_from_args(args: argparse.Namespace) -> int:
     from .job.config import EmbeddedConfig, load_clean_config
     from .job.runner import clean_run, lakehouse_engine
 
-    try:
+    def clean() -> int:
         config = load_clean_config(args.config, vars(args))
-        engine = lakehouse_engine(config.engine, EmbeddedConfig())
-        done = clean_run(engine, config.tables, config.run_id)
+        done = clean_run(lakehouse_engine(config.engine, EmbeddedConfig()), config.tables, config.run_id)
+        for target in done:
+            print(f"deleted the rows of run {config.run_id!r} from {target}")
+        if not done:
+            print(f"no table to clean: none of {sorted(config.tables.values())} exists")
+        return EXIT_OK
+
+    return answered(clean, debug=args.debug)
+
+
+def answered(action: Callable[[], int], *, debug: bool) -> int:
+    """`action()`'s exit status; a failure is one line on standard error (the traceback with --debug)."""
+    try:
+        return action()
     except ConfigError as exc:
         print(f"chatgate: config error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:  # noqa: BLE001 - one line for users; --debug shows the traceback
-        if args.debug:
+        if debug:
             raise
         print(f"chatgate: error: {one_line(exc)}", file=sys.stderr)
         return EXIT_FAILURE
-    for target in done:
-        print(f"deleted the rows of run {config.run_id!r} from {target}")
-    if not done:
-        print(f"no table to clean: none of {sorted(config.tables.values())} exists")
-    return EXIT_OK
 
 
 def add_check_flags(p: argparse.ArgumentParser) -> None:
@@ -231,19 +238,13 @@ def run_from_args(args: argparse.Namespace) -> int:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
     overrides = {k: v for k, v in vars(args).items() if k not in NOT_OVERRIDES}
-    try:
-        config = load_config(args.config, overrides)
-        result = run(config)
-    except ConfigError as exc:
-        print(f"chatgate: config error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except Exception as exc:  # noqa: BLE001 - one line for users; --debug shows the traceback
-        if args.debug:
-            raise
-        print(f"chatgate: error: {one_line(exc)}", file=sys.stderr)
-        return EXIT_FAILURE
-    print(format_summary(result))
-    return result.exit_status
+
+    def job() -> int:
+        result = run(load_config(args.config, overrides))
+        print(format_summary(result))
+        return result.exit_status
+
+    return answered(job, debug=args.debug)
 
 
 def _exit_on_sigterm(signum: int, frame: Any) -> None:
