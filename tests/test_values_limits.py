@@ -335,7 +335,8 @@ def test_a_30_mb_value_is_too_large_by_default_and_kept_whole_in_the_quarantine(
 def test_spark_measures_a_value_in_the_jvm_and_sends_a_stand_in_when_only_keys_come_back(spark):
     from chatgate.engines.spark import _within
 
-    frame = spark.createDataFrame([("short",), ("é" * 8,), (None,)], "m string")
+    frame = spark.createDataFrame([("short",), ("é" * 8,), ("x" * 30,), (None,)], "m string")
     sent = [row[0] for row in frame.select(_within(frame, "m", 10)).collect()]
-    assert sent == ["short", " " * 11, None]  # "é" * 8 is 16 bytes: over 10
-    assert [row[0] for row in frame.select(_within(frame, "m", None)).collect()] == ["short", "é" * 8, None]
+    # "é" * 8 is 16 bytes, over 10, and not cut (8 characters); 30 bytes of x are cut to 11.
+    assert sent == ["short", "é" * 8, "x" * 11, None]
+    assert [row[0] for row in frame.select(_within(frame, "m", None)).collect()] == ["short", "é" * 8, "x" * 30, None]

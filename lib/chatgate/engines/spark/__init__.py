@@ -665,13 +665,13 @@ def _add_arrow_columns(
 
 def _within(table: DataFrame, name: str, limit: int | None) -> Any:
     """The column `name` as sent to the check, where only keys come back: a text over `limit` bytes
-    (measured in the JVM) is sent as `limit` + 1 spaces, which the check codes too_large unread,
-    so a huge value never crosses to Python whole."""
+    (measured in the JVM) is sent cut to its first `limit` + 1 characters (still over the limit,
+    still valid text), which the check codes too_large unread, so a huge value never crosses to
+    Python whole. (A stand-in literal would be folded into the plan, and its text explained.)"""
     column = column_ref(name)
     kind = table.schema[name].dataType.typeName()
     if limit is None or kind not in ("string", "binary"):
         return column
     over = F.octet_length(column) > F.lit(limit)
-    stand_in = F.repeat(F.lit(" "), limit + 1)
-    return F.when(over, stand_in if kind == "string" else stand_in.cast("binary")).otherwise(column)
+    return F.when(over, F.substring(column, 1, limit + 1)).otherwise(column)
 
