@@ -7,8 +7,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from chatgate.engines.tables import delta_source
 from chatgate.job.config import JobConfig, build_config
+from chatgate.stores.deltalake_tables import delta_source
 
 
 def job_config(tmp_path: Path, source: str, engine: str, checks: dict[str, Any], **overrides: Any) -> JobConfig:

@@ -170,8 +170,9 @@ def catalog_report(spark: Any, location: str) -> dict[str, Any]:
 
     from chatgate.engines.spark import SparkEngine
     from chatgate.errors import OutputError
+    from chatgate.job.registry import store_for
 
-    engine, name = SparkEngine(spark=spark), "chatgate_catalog.runs"
+    engine, name = store_for(SparkEngine(spark=spark)), "chatgate_catalog.runs"
     spark.sql(f"CREATE DATABASE chatgate_catalog LOCATION '{location}'")
     try:
         for run_id in ("run-1", "run-2"):

@@ -5,7 +5,7 @@ filesystem (`DeltaTable(path).to_pyarrow_dataset()` or `.to_pyarrow_table()` wit
 `filesystem=`) can die at interpreter exit: Arrow's threads hold that Python
 filesystem, and when one drops it while the interpreter shuts down, the process
 aborts ("terminate called without an active exception", status -6), segfaults or
-hangs. chatgate never hands out such a dataset (`chatgate.engines.tables`), and
+hangs. chatgate never hands out such a dataset (`chatgate.stores.deltalake_tables`), and
 `delta_source` is the way to query its outputs from Python. Each way runs here in
 fresh processes: exit status 0 every time, and no "terminate called" on stderr.
 """
@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 from deltalake import write_deltalake
 
-from chatgate.engines.tables import delta_source
 from chatgate.job.config import load_config
 from chatgate.job.runner import run
 from chatgate.sample import chat_table
+from chatgate.stores.deltalake_tables import delta_source
 
 RUNS = {"demo": 4, "run": 4, "run_column_mapping": 4, "recipe": 8, "recipe_column_mapping": 8}
 """Fresh processes per way in the default suite (the file takes about 40 s on 2 cores).
@@ -43,7 +43,7 @@ RECIPE = '''
 import sys
 
 import duckdb
-from chatgate.engines.tables import delta_source
+from chatgate.stores.deltalake_tables import delta_source
 
 quarantine, summary = sys.argv[1], sys.argv[2]
 con = duckdb.connect()

@@ -7,8 +7,8 @@ from deltalake import write_deltalake
 
 from chatgate.cli import main
 from chatgate.demo import main as demo_main
-from chatgate.engines.tables import delta_source
 from chatgate.sample import chat_table
+from chatgate.stores.deltalake_tables import delta_source
 
 
 @pytest.fixture

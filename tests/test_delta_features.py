@@ -23,10 +23,10 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from chatgate.engines.ibis import IbisEngine
-from chatgate.engines.tables import DeltaScan, delta_source, open_table
 from chatgate.job.config import load_config
 from chatgate.job.runner import run
 from chatgate.rules import ChatFormat
+from chatgate.stores.deltalake_tables import DeltaScan, delta_source, open_table
 
 GOOD = json.dumps([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}])
 BAD_ROLE = json.dumps([{"role": "robot", "content": "Hi"}, {"role": "assistant", "content": "Hello"}])
@@ -59,7 +59,7 @@ def _read_back(path: str) -> pa.Table:
     """A plain Delta table as deltalake's dataset reads it, on Arrow's own filesystem.
 
     Not `DeltaTable(path).to_pyarrow_table()` alone: on deltalake's default filesystem,
-    Arrow's threads may drop it while pytest exits, and the process aborts (see tables.py).
+    Arrow's threads may drop it while pytest exits, and the process aborts (see stores/deltalake_tables.py).
     """
     return DeltaTable(path).to_pyarrow_table(
         filesystem=pa_fs.SubTreeFileSystem(path, pa_fs.LocalFileSystem())
@@ -280,8 +280,8 @@ def _native(text: str | None) -> list | None:
 @pytest.mark.parametrize("dedup", ["off", "on"])
 def test_deltalakes_reader_judges_like_the_dataset(tmp_path, monkeypatch, dedup):
     """Several batches, text and native nested columns, filters pushed into the scan: same verdicts."""
-    from chatgate.engines import tables
     from chatgate.sample import chat_table
+    from chatgate.stores import deltalake_tables as tables
 
     source = chat_table(6_000, seed=5, duplicate_fraction=0.3, defect_fraction=0.1)
     native = pa.array([_native(text) for text in source["messages"].to_pylist()], NATIVE)

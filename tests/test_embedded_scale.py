@@ -29,12 +29,13 @@ from deltalake import DeltaTable, write_deltalake
 from chatgate.engines.ibis import stream
 from chatgate.engines.ibis.duckdb import DuckDBEngine
 from chatgate.engines.parquet_files import ROW_ID
-from chatgate.engines.tables import delta_source, open_table
 from chatgate.engines.workers import CheckPool
 from chatgate.errors import ChatgateError
 from chatgate.job.config import DEFAULT_MEMORY_LIMIT, build_config
+from chatgate.job.registry import store_for
 from chatgate.job.runner import run
 from chatgate.rules import ChatCheck, ChatFormat
+from chatgate.stores.deltalake_tables import delta_source, open_table
 from job_helpers import job_config, read_delta
 from test_engine_ibis import DEFAULT_EXAMPLES
 
@@ -183,7 +184,7 @@ def test_dedup_by_row_id_is_exact_where_duckdbs_hash_collides(tmp_path):
     write_deltalake(path, pa.table({"id": list(range(len(values))), "messages": values}))
 
     engine = DuckDBEngine(con=ibis.duckdb.connect(), progress=False)
-    table, _ = engine.open_source(path, None)
+    table, _ = store_for(engine).open_source(path, None)
     assert ROW_ID in table.columns
     on = engine.judge(table, "messages", ChatFormat(), dedup="on")
     off = engine.judge(table, "messages", ChatFormat(), dedup="off")
@@ -213,7 +214,7 @@ def test_the_check_in_worker_processes_gives_what_one_process_gives(tmp_path, mo
     results = {}
     for workers in (1, 3):
         engine = DuckDBEngine(con=ibis.duckdb.connect(), chunk_size=64, workers=workers, progress=False)
-        table, _ = engine.open_source(path, None)
+        table, _ = store_for(engine).open_source(path, None)
         judged = engine.judge(table, "messages", ChatFormat(), dedup=dedup)
         by_id = judged.annotated.select("id", judged.reason_column).to_pyarrow().to_pylist()
         results[workers] = (judged.units, judged.failed, list(judged.reasons.items()),

@@ -26,13 +26,7 @@ from chatgate.engines.base import Judged
 from chatgate.engines.ibis import IbisEngine
 from chatgate.engines.ibis import plan as ibis_plan
 from chatgate.engines.ibis import stream as ibis_stream
-from chatgate.engines.tables import (
-    default_connection,
-    delta_version,
-    is_delta,
-    open_table,
-    record_batches,
-)
+from chatgate.engines.ibis.connection import default_connection, record_batches
 from chatgate.rules import (
     REASONS,
     ChatCheck,
@@ -43,6 +37,7 @@ from chatgate.rules import (
     first_problem,
     problem_of,
 )
+from chatgate.stores.deltalake_tables import delta_version, is_delta, open_table
 
 try:
     from strategies import cases, json_text

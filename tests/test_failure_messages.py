@@ -22,8 +22,8 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
-from chatgate.engines.tables import DeltaLogError, delta_error_text, rust_panics_logged
 from chatgate.errors import ChatgateError, OutputError
+from chatgate.stores.deltalake_errors import DeltaLogError, delta_error_text, rust_panics_logged
 
 CHATGATE = str(Path(sys.executable).with_name("chatgate"))
 TIMEOUT = 600
@@ -246,7 +246,8 @@ def test_sparks_own_out_of_memory_error_is_named_as_it_is():
 
 def test_a_java_error_is_its_message_and_root_cause_without_frames():
     engine = _spark_engine()
-    from chatgate.engines.spark.delta import delta_log_problem, spark_error_line
+    from chatgate.engines.spark.errors import spark_error_line
+    from chatgate.stores.delta_spark_sql import delta_log_problem
 
     error = RuntimeError(
         "An error occurred while calling o35.sql.\n"
@@ -264,7 +265,10 @@ def test_a_java_error_is_its_message_and_root_cause_without_frames():
     )
     problem = delta_log_problem(error)
     assert problem is not None and "_delta_log/00000000000000000007.json isn't valid JSON" in problem
-    explained = str(engine.explain(error))
+    from chatgate.job.writes import Lakehouse
+    from chatgate.stores.delta_spark import DeltaSparkStore
+
+    explained = str(Lakehouse(engine, DeltaSparkStore(None, failure=engine.jvm_failure)).explain(error))
     assert "00000000000000000007.json" in explained and "\tat " not in explained
 
 

@@ -15,6 +15,7 @@ from deltalake import write_deltalake
 from chatgate import first_problem
 from chatgate.errors import ConfigError, SourceError
 from chatgate.job.config import build_config
+from chatgate.job.registry import store_for
 from chatgate.job.runner import EXIT_CRITICAL, EXIT_ERROR, EXIT_OK, run
 from chatgate.rules import ChatCheck, locate, row_problems
 from chatgate.sample import chat_table
@@ -123,7 +124,7 @@ def test_a_failed_run_leaves_none_of_its_rows(tmp_path, source, engine, backend,
     def broken_summary(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(backend, "write_arrow", broken_summary)
+    monkeypatch.setattr(store_for(backend), "write_arrow", broken_summary)
     with pytest.raises(OSError, match="disk full"):
         run(_config(tmp_path, path, engine, run_id="run-2"), backend)
     quarantine = _read(config.outputs.quarantine)
@@ -135,7 +136,7 @@ def test_a_failed_run_leaves_none_of_its_rows(tmp_path, source, engine, backend,
 def test_a_failed_first_run_leaves_empty_outputs(tmp_path, source, engine, backend, monkeypatch):
     path, _ = source
     config = _config(tmp_path, path, engine)
-    monkeypatch.setattr(backend, "write_arrow", lambda *a, **k: (_ for _ in ()).throw(OSError("disk full")))
+    monkeypatch.setattr(store_for(backend), "write_arrow", lambda *a, **k: (_ for _ in ()).throw(OSError("disk full")))
     with pytest.raises(OSError):
         run(config, backend)
     assert _read(config.outputs.quarantine).num_rows == 0
@@ -211,14 +212,18 @@ def test_spark_outputs_read_the_source_once_more(tmp_path, source, spark):
 
     path, table = source
 
-    class SourceGoneAfterFirstWrite(SparkEngine):
-        def replace_run(self, rows, target, run_id_column, run_id):
-            written = super().replace_run(rows, target, run_id_column, run_id)
-            shutil.rmtree(path, ignore_errors=True)
-            return written
+    engine = SparkEngine(spark=spark)
+    store = store_for(engine)
+    replace_run = store.replace_run
 
+    def source_gone_after_first_write(rows, target, run_id_column, run_id):
+        written = replace_run(rows, target, run_id_column, run_id)
+        shutil.rmtree(path, ignore_errors=True)
+        return written
+
+    store.replace_run = source_gone_after_first_write
     config = _config(tmp_path, path, "spark")
-    result = run(config, SourceGoneAfterFirstWrite(spark=spark))
+    result = run(config, engine)
     expected = _expected(table)
     quarantine = _read(config.outputs.quarantine)
     assert dict(zip(quarantine["id"].to_pylist(), quarantine["pb_reason_"].to_pylist())) == expected

@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chatgate import first_problem
-from chatgate.engines.tables import delta_source
 from chatgate.job.config import build_config
 from chatgate.job.runner import run
+from chatgate.stores.deltalake_tables import delta_source
 from strategies import cases, json_text
 
 EXAMPLES = int(os.environ.get("CHATGATE_FUZZ_EXAMPLES", "0"))

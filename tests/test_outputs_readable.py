@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from chatgate.engines.tables import DeltaScan, delta_source
+from chatgate.stores.deltalake_tables import DeltaScan, delta_source
 
 CHATGATE = str(Path(sys.executable).with_name("chatgate"))
 LOG_LIMIT = 2**20

@@ -12,7 +12,7 @@ import pyarrow as pa
 from deltalake import write_deltalake
 
 import chatgate
-from chatgate.engines.tables import delta_source
+from chatgate.stores.deltalake_tables import delta_source
 
 ROOT = Path(__file__).resolve().parent.parent
 

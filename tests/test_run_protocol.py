@@ -22,7 +22,8 @@ from deltalake.exceptions import CommitFailedError
 
 from chatgate import first_problem
 from chatgate.errors import ConfigError
-from chatgate.job import runner
+from chatgate.job import writes
+from chatgate.job.registry import store_for
 from chatgate.job.runner import run
 from chatgate.sample import chat_table
 from job_helpers import job_config, read_delta
@@ -152,7 +153,7 @@ def test_a_failed_run_deletes_only_its_own_rows(tmp_path, engine, backend, monke
     def summary_fails(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(backend, "write_arrow", summary_fails)
+    monkeypatch.setattr(store_for(backend), "write_arrow", summary_fails)
     with pytest.raises(OSError, match="disk full"):
         run(_config(tmp_path, source, engine, run_id="b"), backend)
     for name, rows in before.items():
@@ -164,7 +165,7 @@ def test_a_failed_run_deletes_only_its_own_rows(tmp_path, engine, backend, monke
 def test_a_failed_rerun_is_no_longer_a_complete_run(tmp_path, engine, backend, monkeypatch):
     source, _ = _source(tmp_path)
     run(_config(tmp_path, source, engine), backend)
-    monkeypatch.setattr(backend, "write_arrow", lambda *a, **k: (_ for _ in ()).throw(OSError("disk full")))
+    monkeypatch.setattr(store_for(backend), "write_arrow", lambda *a, **k: (_ for _ in ()).throw(OSError("disk full")))
     with pytest.raises(OSError):
         run(_config(tmp_path, source, engine), backend)
     for name, column in (("quarantine", "pb_run_id_"), ("valid", "pb_run_id_"), ("summary", "run_id")):
@@ -173,8 +174,8 @@ def test_a_failed_rerun_is_no_longer_a_complete_run(tmp_path, engine, backend, m
 
 def test_a_write_that_loses_a_commit_race_is_tried_again(tmp_path, engine, backend, monkeypatch):
     source, table = _source(tmp_path)
-    monkeypatch.setattr(runner, "RETRY_FIRST_WAIT", 0.01)
-    replace_run, calls = backend.replace_run, []
+    monkeypatch.setattr(writes, "RETRY_FIRST_WAIT", 0.01)
+    replace_run, calls = store_for(backend).replace_run, []
 
     def first_attempt_loses(*args, **kwargs):
         calls.append(args[1])
@@ -182,7 +183,7 @@ def test_a_write_that_loses_a_commit_race_is_tried_again(tmp_path, engine, backe
             raise _conflict(engine)
         return replace_run(*args, **kwargs)
 
-    monkeypatch.setattr(backend, "replace_run", first_attempt_loses)
+    monkeypatch.setattr(store_for(backend), "replace_run", first_attempt_loses)
     run(_config(tmp_path, source, engine), backend)
     assert calls[:2] == [str(tmp_path / "quarantine")] * 2
     _assert_conserved(tmp_path, table, "run-1")
@@ -191,11 +192,11 @@ def test_a_write_that_loses_a_commit_race_is_tried_again(tmp_path, engine, backe
 def test_a_write_that_keeps_losing_gives_up_and_takes_its_rows_back(tmp_path, engine, backend, monkeypatch):
     source, _ = _source(tmp_path)
     run(_config(tmp_path, source, engine, run_id="other"), backend)
-    monkeypatch.setattr(runner, "RETRY_FIRST_WAIT", 0.001)
-    monkeypatch.setattr(backend, "write_arrow", lambda *a, **k: (_ for _ in ()).throw(_conflict(engine)))
+    monkeypatch.setattr(writes, "RETRY_FIRST_WAIT", 0.001)
+    monkeypatch.setattr(store_for(backend), "write_arrow", lambda *a, **k: (_ for _ in ()).throw(_conflict(engine)))
     with pytest.raises(Exception) as info:
         run(_config(tmp_path, source, engine), backend)
-    assert backend.is_conflict(info.value)
+    assert store_for(backend).is_conflict(info.value)
     assert set(_read(tmp_path / "quarantine")["pb_run_id_"].to_pylist()) == {"other"}
 
 
@@ -242,12 +243,12 @@ def test_a_run_id_that_would_hide_in_logs_is_refused(tmp_path, run_id, message):
 KILLED_SCRIPT = """
 import os, signal, sys
 from chatgate.cli import main
-from chatgate.engines.ibis.duckdb import DuckDBEngine
+from chatgate.stores.deltalake_store import DeltalakeStore
 
 def die(*args, **kwargs):
     os.kill(os.getpid(), getattr(signal, sys.argv[1]))
 
-DuckDBEngine.write_arrow = die  # the process dies as it would write its summary
+DeltalakeStore.write_arrow = die  # the process dies as it would write its summary
 sys.exit(main(sys.argv[2:]))
 """
 
@@ -302,9 +303,10 @@ import os, sys, time
 from pathlib import Path
 from chatgate.cli import main
 from chatgate.job import runner
+from chatgate.job import writes
 
 barrier, me, engine = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
-write_outputs = runner._write_outputs
+write_outputs = runner.write_outputs
 
 def together(*args, **kwargs):
     # Both processes reach their writes, then start them at the same moment.
@@ -314,8 +316,8 @@ def together(*args, **kwargs):
         time.sleep(0.01)
     return write_outputs(*args, **kwargs)
 
-runner._write_outputs = together
-runner.RETRY_FIRST_WAIT = 0.2
+runner.write_outputs = together
+writes.RETRY_FIRST_WAIT = 0.2
 for round_ in ("fresh", "existing"):
     barrier = Path(sys.argv[1]) / round_
     barrier.mkdir(exist_ok=True)

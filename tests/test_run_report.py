@@ -481,8 +481,8 @@ def test_examples_read_the_same_through_deltalakes_own_reader(lake):
     """Tables with column mapping or deletion vectors are streamed by deltalake: the run's rows are filtered here."""
     from deltalake import DeltaTable
 
-    from chatgate.engines.tables import DeltaScan, delta_source
     from chatgate.runreport.examples import find_examples
+    from chatgate.stores.deltalake_tables import DeltaScan, delta_source
 
     report = load_report(*_paths(lake))
     path = str(lake / "quarantine")

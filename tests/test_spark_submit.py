@@ -19,9 +19,9 @@ from deltalake import write_deltalake
 
 from chatgate import first_problem
 from chatgate.engines.spark.session import delta_jars
-from chatgate.engines.tables import delta_source
 from chatgate.rules import REASONS
 from chatgate.sample import chat_table
+from chatgate.stores.deltalake_tables import delta_source
 
 pytestmark = pytest.mark.spark
 

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 from deltalake import write_deltalake
 
-from chatgate.job.runner import RowsLeftBehind, run
+from chatgate.job.registry import store_for
+from chatgate.job.runner import run
+from chatgate.job.writes import RowsLeftBehind
 from chatgate.sample import chat_table
 from job_helpers import job_config, read_delta
 
@@ -30,7 +32,7 @@ def _run_ids(path: Path, column: str = "pb_run_id_") -> set[str]:
 
 def _failing_take_back(backend, monkeypatch):
     """The summary write fails (a full disk), and so does every delete of a run's rows but the summary's."""
-    delete_run = backend.delete_run
+    delete_run = store_for(backend).delete_run
 
     def summary_fails(*args, **kwargs):
         raise OSError(28, "No space left on device")
@@ -40,8 +42,8 @@ def _failing_take_back(backend, monkeypatch):
             raise OSError(28, "No space left on device")
         delete_run(target, column, run_id)
 
-    monkeypatch.setattr(backend, "write_arrow", summary_fails)
-    monkeypatch.setattr(backend, "delete_run", only_summary_deletes)
+    monkeypatch.setattr(store_for(backend), "write_arrow", summary_fails)
+    monkeypatch.setattr(store_for(backend), "delete_run", only_summary_deletes)
 
 
 def test_a_take_back_that_fails_names_the_tables_and_the_run_and_clean_removes_them(tmp_path, engine, backend, monkeypatch):
@@ -60,9 +62,9 @@ def test_a_take_back_that_fails_names_the_tables_and_the_run_and_clean_removes_t
     assert _run_ids(tmp_path / "quarantine") == {"other", "r 7"}
     assert _run_ids(tmp_path / "summary", "run_id") == {"other"}  # the failed run is not complete
 
-    from chatgate.job.runner import clean_run
+    from chatgate.job.writes import clean_run
 
-    cleaned = clean_run(backend, {"quarantine": str(tmp_path / "quarantine"), "valid": str(tmp_path / "valid")}, "r 7")
+    cleaned = clean_run(store_for(backend), {"quarantine": str(tmp_path / "quarantine"), "valid": str(tmp_path / "valid")}, "r 7")
     assert cleaned == [str(tmp_path / "quarantine"), str(tmp_path / "valid")]
     assert _run_ids(tmp_path / "quarantine") == _run_ids(tmp_path / "valid") == {"other"}
 
@@ -80,15 +82,15 @@ def test_a_rerun_with_the_run_id_replaces_the_rows_left_behind(tmp_path, engine,
 
 CLEAN_SCRIPT = """
 import sys
-from chatgate.engines.ibis.duckdb import DuckDBEngine
+from chatgate.stores.deltalake_store import DeltalakeStore
 from chatgate.cli import main
 
 def fail(*args, **kwargs):
     raise OSError(28, "No space left on device")
 
-DuckDBEngine.write_arrow = fail
-deletes = DuckDBEngine.delete_run
-DuckDBEngine.delete_run = lambda self, t, c, r: deletes(self, t, c, r) if c == "run_id" else fail()
+DeltalakeStore.write_arrow = fail
+deletes = DeltalakeStore.delete_run
+DeltalakeStore.delete_run = lambda self, t, c, r: deletes(self, t, c, r) if c == "run_id" else fail()
 sys.exit(main(sys.argv[1:]))
 """
 

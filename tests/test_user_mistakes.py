@@ -16,9 +16,9 @@ from deltalake import DeltaTable, write_deltalake
 
 from chatgate.airflow import run_chatgate
 from chatgate.cli import main
-from chatgate.engines.tables import delta_source
 from chatgate.errors import ConfigError
 from chatgate.sample import chat_table
+from chatgate.stores.deltalake_tables import delta_source
 
 CHATGATE = str(Path(sys.executable).with_name("chatgate"))
 

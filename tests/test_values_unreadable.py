@@ -24,6 +24,7 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
+from chatgate.job.registry import store_for
 from chatgate.job.runner import run
 from chatgate.names import REASON
 from chatgate.rules import ChatCheck, ChatFormat, check_batch, dataset_checks, first_problem
@@ -128,7 +129,7 @@ MAP_SOURCE_CODES = {i + 1: code for i, code in enumerate(MAP_CODES) if code is n
 
 
 def _judged(backend, source: Path, dedup: str) -> tuple[dict[int, str], list[int]]:
-    table, _ = backend.open_source(str(source), None)
+    table, _ = store_for(backend).open_source(str(source), None)
     judged = backend.judge(table, "messages", ChatFormat(), dedup=dedup)
     failing = backend.preview(backend.failing_rows(judged), 100)
     passing = backend.preview(backend.passing_rows(judged), 100)
@@ -194,7 +195,7 @@ def test_the_embedded_engine_reads_every_file_and_column_of_the_table_unchecked(
     second = pa.table({"id": [4, 5], "at": stamp[:2], "messages": [GOOD.decode(), "[]"], "extra": ["a", "b"]})
     write_deltalake(source, second, mode="append", schema_mode="merge")
     backend = DuckDBEngine()
-    table, _ = backend.open_source(source, None)
+    table, _ = store_for(backend).open_source(source, None)
     judged = backend.judge(table, "messages", ChatFormat(), dedup=dedup)
     assert judged.reasons == {"not_messages": 1, "no_messages": 1}
     annotated = backend.preview(judged.annotated, 10).sort_by("id")

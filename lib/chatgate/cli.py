@@ -167,11 +167,13 @@ def add_clean_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
 def clean_from_args(args: argparse.Namespace) -> int:
     """Delete one run's rows from the tables the flags (or the config) name; one line per table."""
     from .job.config import EmbeddedConfig, load_clean_config
-    from .job.runner import clean_run, lakehouse_engine
+    from .job.registry import store_for
+    from .job.runner import lakehouse_engine
+    from .job.writes import clean_run
 
     def clean() -> int:
         config = load_clean_config(args.config, vars(args))
-        done = clean_run(lakehouse_engine(config.engine, EmbeddedConfig()), config.tables, config.run_id)
+        done = clean_run(store_for(lakehouse_engine(config.engine, EmbeddedConfig())), config.tables, config.run_id)
         for target in done:
             print(f"deleted the rows of run {config.run_id!r} from {target}")
         if not done:

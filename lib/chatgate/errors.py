@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import errno
+from collections.abc import Iterator
+
 
 class ChatgateError(Exception):
     """Anything chatgate refuses, with a message that names what to fix."""
@@ -25,3 +28,33 @@ def one_line(error: BaseException, *, debug_hint: bool = True) -> str:
     if isinstance(error, ChatgateError):
         return text
     return f"{type(error).__name__}: {text}" + (" (rerun with --debug for details)" if debug_hint else "")
+
+
+def no_space_left(error: BaseException) -> bool:
+    """Did `error`, or an error it chains to, come from a full disk (or a full disk quota)?"""
+    for link in error_chain(error):
+        if isinstance(link, OSError) and link.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        try:
+            text = str(link)
+        except Exception:  # noqa: BLE001
+            continue
+        if any(phrase in text for phrase in _NO_SPACE):
+            return True
+    return False
+
+
+_NO_SPACE = ("No space left on device", "os error 28)", "Disk quota exceeded", "os error 122)")
+
+
+def error_chain(error: BaseException) -> Iterator[BaseException]:
+    """`error`, then each error it was raised from or while handling, each once."""
+    seen: set[int] = set()
+    pending: list[BaseException] = [error]
+    while pending and len(seen) < 50:
+        link = pending.pop(0)
+        if id(link) in seen:
+            continue
+        seen.add(id(link))
+        yield link
+        pending.extend(e for e in (link.__cause__, link.__context__) if e is not None)

@@ -37,7 +37,7 @@ def read_delta(
     >>> read_delta(path, version=0).to_table().num_rows
     2
     """
-    from .engines.tables import delta_source
+    from .stores.deltalake_tables import delta_source
 
     return delta_source(path, version=version, storage_options=storage_options)
 

@@ -6,6 +6,7 @@ this registry; adding a backend is one entry here (and its engine and store modu
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -34,7 +35,7 @@ def _deltalake(engine: LakehouseEngine) -> TableStore:
 def _delta_spark(engine: LakehouseEngine) -> TableStore:
     from ..stores.delta_spark import DeltaSparkStore
 
-    return DeltaSparkStore(engine.spark)  # type: ignore[attr-defined]
+    return DeltaSparkStore(engine.spark, failure=engine.jvm_failure)  # type: ignore[attr-defined]
 
 
 BACKENDS = {
@@ -45,6 +46,13 @@ BACKENDS = {
 ENGINES = tuple(BACKENDS)
 
 
+_STORES: weakref.WeakKeyDictionary[LakehouseEngine, TableStore] = weakref.WeakKeyDictionary()
+
+
 def store_for(engine: LakehouseEngine) -> TableStore:
-    """The store that reads and writes the tables of `engine` (a lakehouse engine of BACKENDS)."""
-    return BACKENDS[engine.name].make_store(engine)
+    """The store that reads and writes the tables of `engine` (a lakehouse engine of BACKENDS):
+    the same one for as long as the engine lives, since it shares the engine's connection."""
+    store = _STORES.get(engine)
+    if store is None:
+        store = _STORES[engine] = BACKENDS[engine.name].make_store(engine)
+    return store

@@ -5,10 +5,10 @@ The run protocol:
   run, and the summary records it;
 - its own rows only: each write replaces the rows of this run id and nothing
   else, and is retried when another writer's commit won the race;
-- commit order: quarantine, valid, then the summary last. A run is complete when
-  its summary rows exist. A failed run deletes the rows it wrote (a process that
-  is killed can't: its rows stay, without summary rows, until a rerun with its
-  run id replaces them);
+- commit order: quarantine, valid, then the summary last (job/writes.py). A run is
+  complete when its summary rows exist. A failed run deletes the rows it wrote (a
+  process that is killed can't: its rows stay, without summary rows, until a rerun
+  with its run id replaces them);
 - nothing of a config, a column, a table name or a run id is pasted into SQL
   text unquoted.
 """
@@ -17,27 +17,21 @@ from __future__ import annotations
 
 import functools
 import logging
-import random
-import shlex
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import Any, TypeVar
+from typing import Any
 
 import pyarrow as pa
 
-from ..engines.lakehouse import LakehouseEngine, schema_mismatch
-from ..errors import OutputError, one_line
+from ..engines.lakehouse import LakehouseEngine
 from ..names import (
     CHECKED_AT,
     COLUMN,
-    FIXES,
     JOB_RESERVED,
     MESSAGE,
     REASON,
-    REASON_BEFORE,
     REASONS,
     RUN_ID,
     STEP,
@@ -49,14 +43,16 @@ from ..rules.locate_rows import ROW_PROBLEM_TYPE
 from ..rules.table import TableCheck
 from ..step_params import Turns
 from ..steps import TABLE_COLUMN
+from ..stores.base import TableStore
 from .config import EmbeddedConfig, JobConfig
 from .fixes import BEFORE, FixPlan, fixed_as_valid, fixed_output, repair_failing, step_fix_counts
 from .hints import run_hints
 from .limits import check_memory_limits
 from .locations import check_locations, resolve
-from .outputs import SUMMARY_RUN_ID, SUMMARY_SCHEMA, ReadScope, StepResult, output_columns, summary_table
+from .outputs import ReadScope, StepResult
 from .registry import store_for
 from .since import LAST_RUN_COLUMNS, SINCE_LAST, ReadPlan, check_fingerprint, last_checked_version, read_plan
+from .writes import Lakehouse, Output, check_targets, write_outputs
 
 log = logging.getLogger("chatgate.job")
 
@@ -65,18 +61,6 @@ EXIT_FAILURE = 1  # the job itself failed (unreadable source, write error)
 EXIT_USAGE = 2  # a bad flag, config key or column name
 EXIT_ERROR = 3  # a step reached its error level
 EXIT_CRITICAL = 4  # a step reached its critical level
-
-ROW_OUTPUT_COLUMNS = frozenset((*JOB_RESERVED, FIXES, REASON_BEFORE))
-"""The columns chatgate adds to the rows it writes (quarantine, fixed, valid)."""
-
-WRITE_ATTEMPTS = 8
-"""How many times a write is tried when other runs' commits keep winning the race."""
-
-RETRY_FIRST_WAIT = 0.5
-RETRY_MAX_WAIT = 8.0
-
-T = TypeVar("T")
-
 
 @dataclass
 class RunResult:
@@ -100,16 +84,6 @@ class RunResult:
         return EXIT_OK
 
 
-@dataclass
-class _Output:
-    """One output table of the run: what goes there, and which column holds the run id."""
-
-    name: str
-    target: str
-    rows: Any
-    run_id_column: str
-
-
 def engine_for_job(config: JobConfig) -> LakehouseEngine:
     """The lakehouse engine the config names, imported only when asked for."""
     return lakehouse_engine(config.engine, config.embedded)
@@ -121,8 +95,8 @@ def lakehouse_engine(name: str, embedded: EmbeddedConfig) -> LakehouseEngine:
         from ..engines.spark import SparkEngine
 
         return SparkEngine()
+    from ..engines.ibis.connection import duckdb_connection
     from ..engines.ibis.duckdb import DuckDBEngine
-    from ..engines.tables import duckdb_connection
 
     settings = embedded.resolved()
     check_memory_limits(settings["memory_limit"], settings["threads"])
@@ -132,25 +106,27 @@ def lakehouse_engine(name: str, embedded: EmbeddedConfig) -> LakehouseEngine:
 def run(config: JobConfig, engine: LakehouseEngine | None = None) -> RunResult:
     """Run the job described by `config`; returns what it found and wrote.
 
-    A failure the engine recognises (out of memory, a full disk, a corrupt log) is raised
-    as the engine's one-line explanation of it, chained to the original.
+    A failure the engine or the store recognises (out of memory, a full disk, a corrupt
+    log) is raised as their one-line explanation of it, chained to the original.
     """
     engine = engine or engine_for_job(config)
+    lake = Lakehouse(engine, store_for(engine))
     if config.engine == "spark":
         # Catalog tables are compared by the location their catalog gives, before anything is read.
-        check_locations(config.tables(), catalog_names=True, catalog_location=store_for(engine).location)
+        check_locations(config.tables(), catalog_names=True, catalog_location=lake.store.location)
     try:
-        return _run(config, engine)
+        return _run(config, lake)
     except Exception as error:
-        explained = engine.explain(error)
+        explained = lake.explain(error)
         if explained is None:
             raise
         raise explained from error
 
 
-def _run(config: JobConfig, engine: LakehouseEngine) -> RunResult:
+def _run(config: JobConfig, lake: Lakehouse) -> RunResult:
+    engine = lake.engine
     started_at = datetime.now(timezone.utc)
-    table, source_version = engine.open_source(config.source, config.source_version)
+    table, source_version = lake.store.open_source(config.source, config.source_version)
     source_columns = engine.columns(table)
     checks = row_checks(config, source_columns)
     for check in checks:
@@ -162,8 +138,8 @@ def _run(config: JobConfig, engine: LakehouseEngine) -> RunResult:
             table=f"the source {config.source!r}",
         )
     # Everything about the outputs that needs no data, before the check pass reads any.
-    check_targets(engine, config, source_columns)
-    table, read = _rows_to_read(engine, config, table, source_version, checks)
+    check_targets(lake.store, config, source_columns)
+    table, read = _rows_to_read(lake.store, config, table, source_version, checks)
 
     annotated = table
     results: list[StepResult] = []
@@ -205,7 +181,7 @@ def _run(config: JobConfig, engine: LakehouseEngine) -> RunResult:
             if plan is not None and repaired is not None:
                 _count_fixes(engine, repaired, plan, results)
             summary_steps = results + ([table_step] if table_step else [])
-            counts = _write_outputs(engine, config, outputs, summary_steps, started_at, source_version, read)
+            counts = write_outputs(lake, config, outputs, summary_steps, started_at, source_version, read)
         try:
             hints = run_hints(engine, annotated, results, checks)
         except Exception:  # noqa: BLE001 - the run is written; a hint that can't be made is only logged
@@ -225,14 +201,13 @@ def _run(config: JobConfig, engine: LakehouseEngine) -> RunResult:
 
 
 def _rows_to_read(
-    engine: LakehouseEngine, config: JobConfig, table: Any, source_version: int | None, checks: list[RowCheck]
+    store: TableStore, config: JobConfig, table: Any, source_version: int | None, checks: list[RowCheck]
 ) -> tuple[Any, ReadScope]:
     """The rows this run checks: the snapshot, or with --since the rows inserted since (see job/since.py)."""
     where = resolve(config.source, catalog_names=config.engine == "spark")
     fingerprint = check_fingerprint(where, [c.as_dict() for c in checks], {"turns": config.turns, "fix": list(config.fix)})
     if config.since is None:
         return table, ReadScope(fingerprint=fingerprint)
-    store = store_for(engine)
     last = None
     if config.since == SINCE_LAST:
         summary = store.read_columns(config.outputs.summary, LAST_RUN_COLUMNS)
@@ -278,20 +253,20 @@ def _outputs(
     source_columns: list[str],
     results: list[StepResult],
     checks: list[RowCheck],
-) -> list[_Output]:
+) -> list[Output]:
     """The output tables of the run, in commit order: quarantine, fixed, valid."""
     run_id, targets = config.run_id, config.outputs
     steps = list(zip(results, checks))
-    outputs = [_Output("quarantine", targets.quarantine, _quarantine(engine, failing, source_columns, steps, run_id, config.turns), RUN_ID)]
+    outputs = [Output("quarantine", targets.quarantine, _quarantine(engine, failing, source_columns, steps, run_id, config.turns), RUN_ID)]
     fixed = None
     if plan is not None and targets.fixed:
         fixed = engine.where_reason(repaired, BEFORE, present=True)
-        outputs.append(_Output("fixed", targets.fixed, fixed_output(engine, fixed, plan, source_columns, run_id), RUN_ID))
+        outputs.append(Output("fixed", targets.fixed, fixed_output(engine, fixed, plan, source_columns, run_id), RUN_ID))
     if targets.valid:
         valid = _valid(engine, annotated, source_columns, results, run_id)
         if fixed is not None and plan is not None and config.valid_includes_fixed:
             valid = engine.concat([valid, fixed_as_valid(engine, fixed, plan, source_columns, run_id)])
-        outputs.append(_Output("valid", targets.valid, valid, RUN_ID))
+        outputs.append(Output("valid", targets.valid, valid, RUN_ID))
     return outputs
 
 
@@ -377,146 +352,3 @@ def row_checks(config: JobConfig, source_columns: list[str]) -> list[RowCheck]:
     """The checks of a run, in step order: the dataset type's first, then each chat column's."""
     dataset = config.dataset.checks(source_columns) if config.dataset else []
     return dataset + [step.check() for step in config.steps]
-
-
-def check_targets(engine: LakehouseEngine, config: JobConfig, source_columns: list[str]) -> None:
-    """Each output is new, or a Delta table with this run's columns (OutputError naming it otherwise).
-
-    It needs the source's columns only, so a run refuses a bad target before it reads any row.
-    """
-    targets = config.outputs
-    wanted = [
-        (name, target, output_columns(name, source_columns), ROW_OUTPUT_COLUMNS)
-        for name, target in (("quarantine", targets.quarantine), ("fixed", targets.fixed), ("valid", targets.valid))
-        if target is not None
-    ]
-    wanted.append(("summary", targets.summary, SUMMARY_SCHEMA.names, frozenset(SUMMARY_SCHEMA.names)))
-    for name, target, columns, own in wanted:
-        have = engine.target_columns(target)
-        if have is None:
-            continue
-        taken = {c.lower() for c in have}
-        extra = taken - {c.lower() for c in columns}
-        # A table an older chatgate wrote gains the columns chatgate added since (the writes merge schemas).
-        new = [c for c in columns if c.lower() not in taken]
-        if extra or any(c not in own for c in new):
-            raise schema_mismatch(name, target, have, columns)
-        if new:
-            log.info("the %s table %s gains chatgate's new columns %s", name, target, new)
-
-
-def _write_outputs(
-    engine: LakehouseEngine,
-    config: JobConfig,
-    outputs: list[_Output],
-    results: list[StepResult],
-    started_at: datetime,
-    source_version: int | None,
-    read: ReadScope,
-) -> dict[str, int]:
-    run_id, summary_target = config.run_id, config.outputs.summary
-    # An earlier attempt with this run id stops counting as complete before its rows change.
-    _delete_run(engine, "summary", summary_target, run_id)
-    written: list[tuple[str, str]] = []
-    counts: dict[str, int] = {}
-    try:
-        for output in outputs:
-            written.append((output.name, output.target))
-            counts[output.name] = _retrying(
-                lambda o=output: engine.replace_run(o.rows, o.target, o.run_id_column, run_id),  # type: ignore[misc]
-                engine,
-                output.target,
-            )
-        summary = summary_table(
-            results,
-            run_id=run_id,
-            started_at=started_at,
-            finished_at=datetime.now(timezone.utc),
-            engine=config.engine,
-            source=config.source,
-            source_version=source_version,
-            read=read,
-        )
-        written.append(("summary", summary_target))
-        _retrying(
-            lambda: engine.write_arrow(summary, summary_target, SUMMARY_RUN_ID, run_id),
-            engine,
-            summary_target,
-        )
-    except BaseException as error:
-        remaining = _take_back(engine, written, run_id)
-        if remaining and isinstance(error, Exception):
-            raise RowsLeftBehind(engine.explain(error) or error, remaining, run_id) from error
-        raise
-    return counts
-
-
-class RowsLeftBehind(OutputError):
-    """A failed run whose rows could not all be taken back: it names where they remain and how to remove them."""
-
-    def __init__(self, error: BaseException, remaining: list[tuple[str, str]], run_id: str) -> None:
-        self.remaining = remaining
-        self.run_id = run_id
-        where = ", ".join(f"the {role} {target!r}" for role, target in remaining)
-        flags = " ".join(f"--{role} {shlex.quote(target)}" for role, target in remaining)
-        super().__init__(
-            f"{one_line(error, debug_hint=False)}; taking the run's rows back failed too, so run {run_id!r} still has rows in "
-            f"{where}: remove them with `chatgate clean --run-id {shlex.quote(run_id)} {flags}`, "
-            f"or rerun with --run-id {shlex.quote(run_id)}"
-        )
-
-
-def _take_back(engine: LakehouseEngine, written: list[tuple[str, str]], run_id: str) -> list[tuple[str, str]]:
-    """Delete this run's rows from the `(role, target)` tables it wrote, summary first; other runs'
-    rows stay. Returns the tables whose rows could not be deleted."""
-    remaining = []
-    for role, target in reversed(written):
-        try:
-            _delete_run(engine, role, target, run_id)
-        except Exception as error:  # noqa: BLE001 - the run's own failure is the one raised; this one is named
-            log.debug("could not delete run %r's rows from %s", run_id, target, exc_info=True)
-            log.info("could not delete the rows of run %r from %s: %s", run_id, target, one_line(engine.explain(error) or error))
-            remaining.append((role, target))
-    return sorted(remaining, key=lambda pair: CLEAN_ORDER.index(pair[0]))
-
-
-CLEAN_ORDER = ("summary", "quarantine", "fixed", "valid")
-"""The order `clean_run` deletes a run's rows in: the summary first, so the run stops counting as
-complete before its other rows go."""
-
-
-def clean_run(engine: LakehouseEngine, tables: dict[str, str], run_id: str) -> list[str]:
-    """Delete the rows of `run_id` from `tables` (role -> target; roles of CLEAN_ORDER);
-    the targets that held a table. What `chatgate clean` does."""
-    done = []
-    for role in CLEAN_ORDER:
-        target = tables.get(role)
-        if target is not None and engine.target_columns(target) is not None:
-            _delete_run(engine, role, target, run_id)
-            done.append(target)
-    return done
-
-
-def _delete_run(engine: LakehouseEngine, role: str, target: str, run_id: str) -> None:
-    column = SUMMARY_RUN_ID if role == "summary" else RUN_ID
-    _retrying(lambda: engine.delete_run(target, column, run_id), engine, target)
-
-
-def _retrying(write: Callable[[], T], engine: LakehouseEngine, target: str) -> T:
-    """`write()`, tried again with a growing, jittered wait while it loses commit races."""
-    for attempt in range(1, WRITE_ATTEMPTS + 1):
-        try:
-            return write()
-        except Exception as error:
-            if attempt == WRITE_ATTEMPTS or not engine.is_conflict(error):
-                raise
-            wait = min(RETRY_MAX_WAIT, RETRY_FIRST_WAIT * 2 ** (attempt - 1)) * random.uniform(0.5, 1.5)
-            log.warning(
-                "another writer committed to %s first; trying again in %.1f s (attempt %d of %d)",
-                target,
-                wait,
-                attempt + 1,
-                WRITE_ATTEMPTS,
-            )
-            time.sleep(wait)
-    raise AssertionError("unreachable")  # pragma: no cover

@@ -15,7 +15,7 @@ class ReportError(ChatgateError):
 def open_delta(path: str, kind: str) -> Any:
     """The Delta table at `path` as an Arrow source (`kind` names it in errors: summary, quarantine)."""
     try:
-        from ..engines.tables import delta_source, is_delta
+        from ..stores.deltalake_tables import delta_source, is_delta
     except ImportError as error:  # pragma: no cover - deltalake comes with the duckdb extra
         raise ReportError(
             f"reading Delta tables needs deltalake: pip install 'chatgate[duckdb]' ({error})"

@@ -3,14 +3,38 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pyarrow as pa
+from pyspark.errors import AnalysisException
 
-from ..engines.spark.delta import first_line, is_path, path_ref, quoted
-from .base import ChangedRows, TableStore
+from ..engines.spark.errors import error_text, first_line, java_throwables, spark_error_line
+from ..errors import ChatgateError, OutputError, SourceError, error_chain, no_space_left
+from .base import (
+    ChangedRows,
+    TableStore,
+    commit_metadata,
+    commit_metadata_json,
+    is_local_path,
+    local_target_state,
+    pinned_version,
+)
 from .changes import appended_files, commit_actions
+from .delta_spark_sql import (
+    COLUMN_MAPPING,
+    CONCURRENT_WRITE_ERRORS,
+    HISTORY_SEARCHED,
+    NAME_NEEDS_MAPPING,
+    delta_log_problem,
+    equals_sql,
+    is_not_a_delta_path,
+    is_path,
+    path_ref,
+    quoted,
+    table_ref,
+)
 from .deltalake_store import CHANGE_COLUMNS, CHANGE_DATA_FEED, INSERTED
 
 
@@ -19,8 +43,160 @@ class DeltaSparkStore(TableStore):
 
     name = "delta-spark"
 
-    def __init__(self, spark: Any) -> None:
+    def __init__(self, spark: Any, failure: Callable[[BaseException], ChatgateError | None] = lambda error: None) -> None:
         self.spark = spark
+        self.failure = failure
+        """The engine's one line for a failure of Spark itself (its JVM gone, out of memory), which a
+        read or write names before its own."""
+
+    def open_source(self, source: str, version: int | None) -> tuple[Any, int | None]:
+        try:
+            latest = self._version(source)
+        except ChatgateError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - Spark's analysis errors name no source
+            raise self._source_error(source, exc) from exc
+        pinned = pinned_version(source, latest, version)
+        try:
+            return self._read(source, pinned), pinned
+        except ChatgateError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise self._source_error(source, exc) from exc
+
+    def _source_error(self, source: str, error: Exception) -> ChatgateError:
+        """One line for a source Spark can't read: a dead JVM, a corrupt log, else Spark's message and cause."""
+        dead = self.failure(error)
+        if dead is not None:
+            return dead
+        return SourceError(f"can't read the source {source!r}: {delta_log_problem(error) or spark_error_line(error)}")
+
+    def _read(self, source: str, version: int | None) -> Any:
+        reader = self.spark.read
+        if version is not None:
+            # Time travel: every read of this DataFrame sees the same snapshot, whatever is appended meanwhile.
+            reader = reader.format("delta").option("versionAsOf", version)
+        if not is_path(source):
+            return reader.table(source)
+        if version is None:
+            return reader.parquet(source)
+        return reader.load(source)
+
+    def _ref(self, target: str) -> str | None:
+        """The SQL name of `target`: delta.`path`, or the catalog table's quoted parts (None: no such table)."""
+        if is_path(target):
+            return path_ref(target)
+        if not self._table_exists(target):
+            return None
+        table = self.spark.catalog.getTable(target)
+        if table.isTemporary or table.tableType == "VIEW":
+            return None
+        # The catalog's own parse of the name, requoted: the name's text never reaches SQL as it is
+        # (`chats -- x` names `chats` to the catalog, and would comment out the rest of a DELETE).
+        return table_ref([table.catalog, *(table.namespace or []), table.name])
+
+    def _history(self, target: str, limit: int) -> tuple[str, list[Any]] | None:
+        """The SQL name of the Delta table at `target` and its last `limit` commits, newest first;
+        None when there's no Delta table there (nothing, other files, a catalog table in another format)."""
+        ref = self._ref(target)
+        if ref is None:
+            return None
+        try:
+            return ref, self.spark.sql(f"DESCRIBE HISTORY {ref} LIMIT {int(limit)}").collect()
+        except Exception as exc:
+            # A path: only Delta's "no Delta table here"; any other failure (storage, credentials) is raised.
+            # A catalog table that exists: any analysis error means Delta can't take it.
+            if is_not_a_delta_path(exc) or (not is_path(target) and isinstance(exc, AnalysisException)):
+                return None
+            raise
+
+    def _table_exists(self, name: str) -> bool:
+        try:
+            return self.spark.catalog.tableExists(name)
+        except Exception as exc:  # noqa: BLE001 - ParseException: the name doesn't parse
+            raise OutputError(f"{name!r} isn't a table name Spark can parse: {first_line(exc)}") from None
+
+    def _version(self, target: str) -> int | None:
+        history = self._history(target, 1)
+        return None if history is None else int(history[1][0]["version"])
+
+    def target_columns(self, target: str) -> list[str] | None:
+        if is_path(target) and is_local_path(target) and local_target_state(target) == "absent":
+            return None
+        try:
+            history = self._history(target, 1)
+        except ChatgateError:
+            raise
+        except Exception as exc:  # a corrupt log, storage: named with the target
+            problem = delta_log_problem(exc) or spark_error_line(exc)
+            raise (self.failure(exc) or OutputError(f"can't write to {target!r}: {problem}")) from exc
+        if history is None:
+            if not is_path(target) and self._table_exists(target):
+                raise OutputError(f"the catalog table {target!r} isn't a Delta table; choose another output table")
+            return None
+        return list(self.spark.table(history[0]).columns)
+
+    def replace_run(self, table: Any, target: str, run_id_column: str, run_id: str) -> int:
+        metadata = commit_metadata(run_id)
+        writer = table.write.format("delta").option("userMetadata", commit_metadata_json(metadata))
+        if self._history(target, 1) is None:
+            writer = writer.mode("append")
+            if any(NAME_NEEDS_MAPPING & set(name) for name in table.columns):
+                writer = writer.options(**COLUMN_MAPPING)
+        else:
+            # One commit removes the run's old rows and adds the new ones: a rerun never duplicates.
+            writer = writer.mode("overwrite").option("replaceWhere", equals_sql(run_id_column, run_id))
+            # The run checked the columns first: only chatgate's new ones are added.
+            writer = writer.option("mergeSchema", "true")
+        try:
+            if is_path(target):
+                writer.save(target)
+            else:
+                writer.saveAsTable(target)
+        except Exception as exc:
+            if self.is_conflict(exc):
+                raise
+            dead = self.failure(exc)
+            if dead is not None:
+                raise dead from exc
+            if no_space_left(exc):
+                raise OutputError(
+                    f"no space left on device writing {target!r}; free space on its disk, "
+                    "or write that output to another path, then rerun"
+                ) from exc
+            raise OutputError(f"can't write to {target!r}: {spark_error_line(exc)}") from exc
+        return self._rows_written(target, commit_metadata_json(metadata))
+
+    def _rows_written(self, target: str, metadata: str) -> int:
+        """The rows our commit (found by its metadata among the latest, as others may commit meanwhile) added."""
+        history = self._history(target, HISTORY_SEARCHED)
+        commits = history[1] if history else []
+        mine = next((commit for commit in commits if commit["userMetadata"] == metadata), None)
+        metrics = (mine["operationMetrics"] if mine else None) or {}
+        return int(metrics.get("numOutputRows", 0))
+
+    def write_arrow(self, rows: pa.Table, target: str, run_id_column: str, run_id: str) -> None:
+        self.replace_run(self.spark.createDataFrame(rows), target, run_id_column, run_id)
+
+    def delete_run(self, target: str, run_id_column: str, run_id: str) -> None:
+        history = self._history(target, 1)
+        if history is not None:
+            self.spark.sql(f"DELETE FROM {history[0]} WHERE {equals_sql(run_id_column, run_id)}")
+
+    def is_conflict(self, error: BaseException) -> bool:
+        text = f"{type(error).__name__}: {error_text(error)}"
+        return any(name in text for name in CONCURRENT_WRITE_ERRORS)
+
+    def explain(self, error: BaseException) -> ChatgateError | None:
+        if isinstance(error, ChatgateError):
+            return None
+        problem = delta_log_problem(error)
+        if problem is None:
+            return None
+        java = next((e for e in error_chain(error) if java_throwables(e)), None)
+        table = _LOGGED_TABLE.search(spark_error_line(java) if java is not None else first_line(error))
+        where = f"the Delta table at {table.group(1)!r}" if table else "a Delta table of this run"
+        return ChatgateError(f"can't read {where}: {problem}")
 
     def _reader(self) -> Any:
         return self.spark.read.format("delta")
@@ -103,3 +279,6 @@ class DeltaSparkStore(TableStore):
             for part in parts[1:]:
                 read = read.unionByName(part)
         return ChangedRows(read.select(*[read[c] for c in snapshot.columns]))
+
+
+_LOGGED_TABLE = re.compile(r"(?:file:)?(\S+?)/_delta_log/")

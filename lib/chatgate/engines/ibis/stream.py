@@ -23,8 +23,8 @@ from ...rules import RowCheck
 from .. import base
 from ..base import repeats_share
 from ..parquet_files import ROW_ID, quote_identifier
-from ..tables import record_batches
 from ..workers import CheckPool
+from .connection import record_batches
 from .plan import MAPPED, _Plan, join_value
 from .tally import _distinct_failing, _Names, _Tally
 

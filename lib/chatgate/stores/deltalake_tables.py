@@ -1,4 +1,4 @@
-"""Delta and Parquet tables as Ibis tables, for the embedded engine (DuckDB behind Ibis).
+"""Delta and Parquet tables read with deltalake, as Ibis tables for the embedded engine (DuckDB behind Ibis).
 
 Delta tables are read through deltalake, never through DuckDB's delta extension
 (`read_delta`, `delta_scan`): that extension is downloaded at run time and fails
@@ -36,18 +36,14 @@ Nothing here hands out such a dataset.
 
 from __future__ import annotations
 
-import errno
-import json
 import logging
 import os
-import re
-import sys
-import threading
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from ..engines.ibis.connection import default_connection
+from .deltalake_errors import DeltaLogError, _is_remote, _one_line, _strip_file_scheme
 
 if TYPE_CHECKING:
     import ibis
@@ -55,14 +51,11 @@ if TYPE_CHECKING:
     from ibis.backends.duckdb import Backend as DuckDBBackend
 
 __all__ = [
-    "DeltaLogError",
     "DeltaScan",
-    "default_connection",
     "delta_source",
     "delta_version",
     "is_delta",
     "open_table",
-    "record_batches",
 ]
 
 log = logging.getLogger("chatgate")
@@ -72,35 +65,6 @@ PLAIN_READER_FEATURES = frozenset({"timestampNtz", "variantType", "variantType-p
 
 KERNEL_READER_FEATURES = frozenset({"columnMapping", "deletionVectors"})
 """Reader features that send a snapshot to deltalake's own reader, which applies them."""
-
-_LOCK = threading.Lock()
-_CONNECTION: DuckDBBackend | None = None
-
-
-def default_connection() -> DuckDBBackend:
-    """The process-wide in-memory DuckDB connection behind Ibis, created on first use.
-
-    DuckDB's own progress bar is off on it: chatgate shows its own, and DuckDB's
-    floods logs (Airflow, CI) with carriage-return updates when stderr isn't a terminal.
-    """
-    global _CONNECTION
-    with _LOCK:
-        if _CONNECTION is None:
-            _CONNECTION = duckdb_connection()
-        return _CONNECTION
-
-
-def duckdb_connection(**settings: Any) -> DuckDBBackend:
-    """A new in-memory DuckDB connection behind Ibis, with DuckDB `settings` such as
-    memory_limit="1GB", threads=2 or temp_directory="/scratch" (where it spills);
-    its progress bar is off, as on the default connection."""
-    import ibis
-
-    con = ibis.duckdb.connect(**{k: v for k, v in settings.items() if v is not None})
-    con.raw_sql("SET enable_progress_bar = false")
-    # Its cache of the files' blocks grows with every file read; each run reads a file once or twice.
-    con.raw_sql("SET enable_external_file_cache = false")
-    return con
 
 
 def open_table(
@@ -150,7 +114,7 @@ def open_table(
 
 
 def _parquet_files(con: Any, files: list[str], *, row_ids: bool) -> ibis.Table:
-    from .parquet_files import parquet_view
+    from ..engines.parquet_files import parquet_view
 
     view = parquet_view(con, files, None, row_ids=row_ids)
     assert view is not None  # without a schema to match, every column found is read
@@ -183,25 +147,6 @@ def is_delta(source: str | os.PathLike[str], *, storage_options: dict[str, str] 
         return DeltaTable.is_deltatable(path, storage_options=storage_options)
     except Exception:  # noqa: BLE001 - unreachable or unknown scheme: not a Delta table we can read
         return False
-
-
-def record_batches(expr: ibis.Table, *, chunk_size: int = 10_000) -> pa.RecordBatchReader:
-    """The rows of an Ibis table as a stream of Arrow record batches of at most `chunk_size` rows.
-
-    Use this rather than `Table.to_pyarrow_batches()`: on DuckDB 2.0, Ibis 12's
-    version calls `fetch_record_batch` on a cursor, which DuckDB 2.0 removed. Here
-    DuckDB streams through a relation's Arrow reader instead; until that reader is
-    read to the end or closed, it owns the connection (other queries on it fail).
-    Other backends use `to_pyarrow_batches()`.
-    """
-    backend = expr.get_backend()
-    if backend.name != "duckdb":
-        return expr.to_pyarrow_batches(chunk_size=chunk_size)
-    backend._run_pre_execute_hooks(expr)  # registers the memtables and UDFs the query uses
-    relation = backend.con.sql(backend.compile(expr))
-    if hasattr(relation, "to_arrow_reader"):
-        return relation.to_arrow_reader(batch_size=chunk_size)
-    return relation.fetch_record_batch(chunk_size)  # DuckDB before 1.4
 
 
 def delta_source(
@@ -259,7 +204,7 @@ class DeltaScan:
         found = pa.schema(reader.schema)
         del reader
         self.schema = pa.schema(
-            [field.with_type(_without_views(field.type)) for field in found], metadata=found.metadata
+            [field.with_type(without_views(field.type)) for field in found], metadata=found.metadata
         )
         self._cast = not self.schema.equals(found)
 
@@ -290,7 +235,7 @@ class DeltaScan:
         return f"DeltaScan({self.path!r}, version={self.snapshot.version()})"
 
 
-def _without_views(kind: Any) -> Any:
+def without_views(kind: Any) -> Any:
     """The Arrow type with its view types (string_view, binary_view, list views) made plain, nested too."""
     import pyarrow as pa
     import pyarrow.types as t
@@ -301,19 +246,19 @@ def _without_views(kind: Any) -> Any:
         return pa.binary()
     if t.is_struct(kind):
         fields = [kind.field(i) for i in range(kind.num_fields)]
-        return pa.struct([field.with_type(_without_views(field.type)) for field in fields])
+        return pa.struct([field.with_type(without_views(field.type)) for field in fields])
     if t.is_map(kind):
         return pa.map_(
-            kind.key_field.with_type(_without_views(kind.key_type)),
-            kind.item_field.with_type(_without_views(kind.item_type)),
+            kind.key_field.with_type(without_views(kind.key_type)),
+            kind.item_field.with_type(without_views(kind.item_type)),
             kind.keys_sorted,
         )
     if t.is_list(kind) or getattr(t, "is_list_view", lambda _: False)(kind):
-        return pa.list_(kind.value_field.with_type(_without_views(kind.value_type)))
+        return pa.list_(kind.value_field.with_type(without_views(kind.value_type)))
     if t.is_large_list(kind) or getattr(t, "is_large_list_view", lambda _: False)(kind):
-        return pa.large_list(kind.value_field.with_type(_without_views(kind.value_type)))
+        return pa.large_list(kind.value_field.with_type(without_views(kind.value_type)))
     if t.is_fixed_size_list(kind):
-        return pa.list_(kind.value_field.with_type(_without_views(kind.value_type)), kind.list_size)
+        return pa.list_(kind.value_field.with_type(without_views(kind.value_type)), kind.list_size)
     return kind
 
 
@@ -322,7 +267,7 @@ def _open_delta(
 ) -> ibis.Table:
     snapshot = _snapshot(path, version, storage_options)
     if not _kernel_reasons(snapshot) and _local_filesystem(path, snapshot) is not None:
-        from .parquet_files import snapshot_view
+        from ..engines.parquet_files import snapshot_view
 
         view = snapshot_view(con, snapshot, row_ids=row_ids)
         if view is not None:
@@ -399,265 +344,6 @@ def _kernel_reader(snapshot: Any) -> Any:
     return QueryBuilder().register("snapshot", snapshot).execute("SELECT * FROM snapshot")
 
 
-def _one_line(error: BaseException) -> str:
-    return delta_error_text(error)
-
-
-class DeltaLogError(ValueError):
-    """deltalake can't open the Delta table at `path`; `problem` says why, on one line.
-
-    A corrupt log (a commit file that isn't JSON, a commit file missing between two
-    others) is named with the file and what to do; any other error is deltalake's own
-    message without the Rust backtrace that `RUST_BACKTRACE` adds to it.
-    """
-
-    def __init__(self, path: str, error: BaseException) -> None:
-        self.path = path
-        self.problem = delta_log_problem(path, error) or delta_error_text(error)
-        super().__init__(f"can't open the Delta table at {path!r}: {self.problem}")
-
-
-_FRAME = re.compile(r"^\s*(\d+: |stack backtrace:|Stack backtrace:)")
-"""The first line of a Rust backtrace, which deltalake's messages carry when RUST_BACKTRACE is set."""
-
-_COMMIT_FILE = re.compile(r'filename: "(\d{20})\.json"')
-
-
-def delta_error_text(error: BaseException) -> str:
-    """deltalake's error as one line: its message up to the Rust backtrace, if any, whitespace folded."""
-    try:
-        text = str(error)
-    except Exception:  # noqa: BLE001 - an error whose message can't be read
-        text = ""
-    kept = []
-    for line in text.splitlines():
-        if _FRAME.match(line):
-            break
-        kept.append(line)
-    return " ".join(" ".join(kept).split()) or type(error).__name__
-
-
-def delta_log_problem(path: str, error: BaseException) -> str | None:
-    """What is wrong with the Delta log at `path`, when `error` (deltalake's) says it is corrupt; else None."""
-    text = delta_error_text(error)
-    if "Expected contiguous commit files, but found gap" in text:
-        versions = [int(found) for found in _COMMIT_FILE.findall(text)]
-        if len(versions) >= 2:
-            return missing_commits(versions[0], versions[1])
-        return missing_commits(None, None)
-    if "json error" in text.lower():
-        cause = text.split("Json error:", 1)[-1].strip() if "Json error:" in text else text
-        return corrupt_commit(_unparsable_commit(path), cause)
-    return None
-
-
-def missing_commits(before: int | None, after: int | None) -> str:
-    """The one-line problem of a Delta log with a gap between the commits `before` and `after`."""
-    if before is None or after is None or after - before < 2:
-        gap = "a commit file is missing from it"
-    else:
-        missing = [f"{version:020d}.json" for version in range(before + 1, after)]
-        names = missing[0] if len(missing) == 1 else f"{missing[0]} to {missing[-1]}"
-        gap = f"{names} {'is' if len(missing) == 1 else 'are'} missing between versions {before} and {after}"
-    return (
-        f"its Delta log (_delta_log) has a gap: {gap}, so Delta can't rebuild the table; "
-        "restore the missing commit file from a backup (or your object store's versioning), then rerun"
-    )
-
-
-def corrupt_commit(file: str | None, cause: str) -> str:
-    """The one-line problem of a Delta log with a commit file that can't be parsed (`file`, if known)."""
-    which = f"the commit file {file}" if file else "a commit file"
-    cause = cause if len(cause) <= 160 else cause[:157] + "..."
-    return (
-        f"its Delta log (_delta_log) is corrupt: {which} isn't valid JSON ({cause}), cut short or overwritten; "
-        "restore it from a backup (or your object store's versioning), then rerun"
-    )
-
-
-def _unparsable_commit(path: str) -> str | None:
-    """The name of the newest commit file of a local Delta log (among its last `_COMMITS_SEARCHED`)
-    that isn't JSON lines, if any."""
-    if _is_remote(path):
-        return None
-    log_dir = Path(_strip_file_scheme(path)) / "_delta_log"
-    try:
-        commits = sorted(log_dir.glob("*.json"), reverse=True)[:_COMMITS_SEARCHED]
-        for commit in commits:
-            with commit.open("rb") as handle:
-                for line in handle:
-                    if line.strip():
-                        json.loads(line)
-    except (ValueError, UnicodeDecodeError):
-        return f"_delta_log/{commit.name}"
-    except OSError:
-        return None
-    return None
-
-
-_COMMITS_SEARCHED = 1000
-"""How many of the newest commit files a corrupt log's message looks through for the bad one
-(readers replay the commits after the last checkpoint, usually far fewer)."""
-
-
-def no_space_left(error: BaseException) -> bool:
-    """Did `error`, or an error it chains to, come from a full disk (or a full disk quota)?"""
-    for link in error_chain(error):
-        if isinstance(link, OSError) and link.errno in (errno.ENOSPC, errno.EDQUOT):
-            return True
-        try:
-            text = str(link)
-        except Exception:  # noqa: BLE001
-            continue
-        if any(phrase in text for phrase in _NO_SPACE):
-            return True
-    return False
-
-
-_NO_SPACE = ("No space left on device", "os error 28)", "Disk quota exceeded", "os error 122)")
-
-
-def error_chain(error: BaseException) -> Iterator[BaseException]:
-    """`error`, then each error it was raised from or while handling, each once."""
-    seen: set[int] = set()
-    pending: list[BaseException] = [error]
-    while pending and len(seen) < 50:
-        link = pending.pop(0)
-        if id(link) in seen:
-            continue
-        seen.add(id(link))
-        yield link
-        pending.extend(e for e in (link.__cause__, link.__context__) if e is not None)
-
-
-_PANIC = re.compile(r"^thread '.*' (\(\d+\) )?panicked at ")
-_PANIC_FRAME = re.compile(r"^\s+(\d+: |at )")
-_QUIET_LOCK = threading.Lock()
-_quiet_depth = 0
-
-
-@contextmanager
-def rust_panics_logged() -> Iterator[None]:
-    """Within the block, Rust panics that deltalake's threads print to stderr are logged (at DEBUG) instead.
-
-    A panic in one of deltalake's worker threads (object_store's "Already shut down" after a
-    failed write, on a full disk) is printed to the process's stderr by Rust's panic hook,
-    which Python can't replace; deltalake then raises its error as usual. Here stderr (file
-    descriptor 2) is a pipe for the block's length, and a thread copies what comes through
-    it back to stderr as it comes, but for a panic's lines (its message, and its backtrace
-    when RUST_BACKTRACE is set). Nested and concurrent blocks share one pipe.
-    """
-    global _quiet_depth
-    with _QUIET_LOCK:
-        _quiet_depth += 1
-        first = _quiet_depth == 1
-        redirect = _PanicFilter.start() if first else None
-        if first:
-            _PanicFilter.active = redirect
-    try:
-        yield
-    finally:
-        with _QUIET_LOCK:
-            _quiet_depth -= 1
-            if _quiet_depth == 0:
-                active, _PanicFilter.active = _PanicFilter.active, None
-                if active is not None:
-                    active.stop()
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    try:
-        while data:
-            data = data[os.write(fd, data) :]
-    except OSError:
-        pass  # stderr closed: nothing to show it on
-
-
-class _PanicFilter:
-    """fd 2 through a pipe, copied back to the saved stderr but for Rust panics (see `rust_panics_logged`)."""
-
-    active: _PanicFilter | None = None
-
-    def __init__(self, saved: int, reader: int) -> None:
-        self.saved = saved
-        self.reader = reader
-        self.state = "normal"  # normal, message (the line after "panicked at"), after, frames
-        self.swallowed: list[str] = []
-        self.blank = b""
-        self.thread = threading.Thread(target=self._copy, name="chatgate-stderr", daemon=True)
-
-    @classmethod
-    def start(cls) -> _PanicFilter | None:
-        try:
-            sys.stderr.flush()
-            saved = os.dup(2)
-        except (OSError, ValueError, AttributeError):
-            return None  # no stderr to filter
-        reader, writer = os.pipe()
-        os.dup2(writer, 2)
-        os.close(writer)
-        running = cls(saved, reader)
-        running.thread.start()
-        return running
-
-    def stop(self) -> None:
-        try:
-            sys.stderr.flush()
-        except (OSError, ValueError, AttributeError):
-            pass
-        os.dup2(self.saved, 2)  # closes the pipe's last writer: the copying thread reads to its end
-        self.thread.join(timeout=5)
-        if not self.thread.is_alive():  # else a child process holds the pipe: the thread keeps the descriptor
-            os.close(self.saved)
-        if self.swallowed:
-            log.debug("deltalake's Rust code panicked (kept off stderr):\n%s", "\n".join(self.swallowed))
-
-    def _copy(self) -> None:
-        pending = b""
-        try:
-            while True:
-                chunk = os.read(self.reader, 65536)
-                if not chunk:
-                    break
-                pending += chunk
-                *lines, pending = pending.split(b"\n")
-                for line in lines:
-                    self._line(line + b"\n")
-                could_be_panic = pending.startswith(b"thread '") or b"thread '".startswith(pending)
-                if pending and self.state == "normal" and not could_be_panic:
-                    # A progress bar's line in the making: shown now.
-                    _write_all(self.saved, self.blank + pending)
-                    self.blank = pending = b""
-            if pending:
-                self._line(pending)
-            _write_all(self.saved, self.blank)
-        finally:
-            os.close(self.reader)
-
-    def _line(self, raw: bytes) -> None:
-        line = raw.decode("utf-8", "replace").rstrip("\n")
-        if self.state == "normal" and not line.strip():
-            self.blank += raw  # Rust's panic hook starts with an empty line: held until the next line
-            return
-        if _PANIC.match(line):
-            self.blank = b""
-            self.state = "message"
-        elif self.state == "message":
-            self.state = "after"
-        elif self.state == "after" and line.startswith("stack backtrace:"):
-            self.state = "frames"
-        elif self.state in ("after", "frames") and line.startswith("note: "):
-            self.state = "normal"
-        elif self.state == "frames" and _PANIC_FRAME.match(line):
-            pass
-        else:
-            self.state = "normal"
-            _write_all(self.saved, self.blank + raw)
-            self.blank = b""
-            return
-        self.swallowed.append(line)
-
-
 def _local_filesystem(path: str, snapshot: Any) -> Any:
     """Arrow's own filesystem for a local table whose files all sit under its root, else None.
 
@@ -676,14 +362,6 @@ def _local_filesystem(path: str, snapshot: Any) -> Any:
         if not file.is_absolute() or not file.resolve().is_relative_to(root):
             return None
     return pa_fs.SubTreeFileSystem(str(root), pa_fs.LocalFileSystem())
-
-
-def _strip_file_scheme(path: str) -> str:
-    return path.removeprefix("file://")
-
-
-def _is_remote(path: str) -> bool:
-    return "://" in path and not path.startswith("file://")
 
 
 def _is_parquet_file(path: Path) -> bool:

@@ -1,6 +1,6 @@
-"""Delta on Spark: how the Spark engine names tables, quotes run ids and spots lost commit races.
+"""Delta on Spark: how the delta-spark store names tables, quotes run ids and spots lost commit races.
 
-The engine speaks to Delta through SQL (`DESCRIBE HISTORY`, `DELETE FROM`) rather than
+The store speaks to Delta through SQL (`DESCRIBE HISTORY`, `DELETE FROM`) rather than
 delta-spark's Python `DeltaTable`: over Spark Connect, `DeltaTable` needs Delta's Connect
 plugin on the server, while Delta's SQL needs only its session extension, so one code
 path serves classic and Connect sessions. No text of a name or run id reaches SQL
@@ -15,7 +15,9 @@ from collections.abc import Iterable
 
 from pyspark.errors import AnalysisException
 
-from ..tables import corrupt_commit, error_chain, missing_commits
+from ..engines.spark.errors import error_text, java_throwables, simple_class, without_source
+from ..errors import error_chain
+from .deltalake_errors import corrupt_commit, missing_commits
 
 CONCURRENT_WRITE_ERRORS = (
     "ConcurrentAppendException",
@@ -53,66 +55,6 @@ def is_path(target: str) -> bool:
     return "/" in target or "://" in target or target.startswith(".") or os.path.exists(target)
 
 
-def first_line(error: BaseException) -> str:
-    """The first non-blank line of an error's message (Spark's start with a newline)."""
-    return next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
-
-
-def error_text(error: BaseException) -> str:
-    """str(error), or "" when it can't be had (a Py4JJavaError asks the JVM, which may be gone)."""
-    try:
-        return str(error)
-    except Exception:  # noqa: BLE001
-        return ""
-
-
-_THROWN = re.compile(r"^(?:: |Caused by: )([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+)(?:: (.*))?$")
-_SQLSTATE = re.compile(r"\s*SQLSTATE: \w+\s*$")
-
-
-def java_throwables(error: BaseException) -> list[tuple[str, str]]:
-    """(class, first line of message) of each Java throwable in a Py4JJavaError's text, outermost first.
-
-    The text is pyspark's: "An error occurred while calling o35.sql.", then ": " and the
-    Java exception, its frames, and a "Caused by: " line for each cause.
-    """
-    found = []
-    for line in error_text(error).splitlines():
-        matched = _THROWN.match(line.strip() if line.startswith("Caused by") else line)
-        if matched:
-            found.append((matched.group(1), _SQLSTATE.sub("", matched.group(2) or "").strip()))
-    return found
-
-
-def spark_error_line(error: BaseException) -> str:
-    """A Spark error on one line: the Java exception's message and its root cause, never a frame.
-
-    A Py4JJavaError's own first line ("An error occurred while calling o35.sql.") names only the
-    call: what Spark said is on the lines after it.
-    """
-    thrown = java_throwables(error)
-    if not thrown:
-        return first_line(error)
-    top_class, top = thrown[0]
-    root_class, root = thrown[-1]
-    line = top or _simple(top_class)
-    if len(thrown) > 1 and root and root not in line:
-        line += f" (caused by {_simple(root_class)}: {_without_source(root)})"
-    return " ".join(line.split())
-
-
-_JSON_SOURCE = re.compile(r"\s*(\(start marker at )?\[Source: .*$")
-
-
-def _without_source(message: str) -> str:
-    """A message without the text Jackson quotes from its input ("[Source: (String)"{...")."""
-    return _JSON_SOURCE.sub("", message) or message
-
-
-def _simple(java_class: str) -> str:
-    return java_class.rsplit(".", 1)[-1]
-
-
 _GAP = re.compile(r"Versions \((\d+), (\d+)\) are not contiguous")
 _LOG_FILE = re.compile(r"_delta_log/(\d{20}\.json)")
 
@@ -129,7 +71,7 @@ def delta_log_problem(error: BaseException) -> str | None:
             commit = _LOG_FILE.search(thrown[0][1])
             if commit:
                 root_class, root = thrown[-1]
-                cause = f"{_simple(root_class)}: {_without_source(root)}"
+                cause = f"{simple_class(root_class)}: {without_source(root)}"
                 return corrupt_commit(f"_delta_log/{commit.group(1)}", cause)
     return None
 

@@ -1,0 +1,59 @@
+"""DuckDB connections behind Ibis, and the rows of an Ibis table as a stream of Arrow batches."""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import ibis
+    import pyarrow as pa
+    from ibis.backends.duckdb import Backend as DuckDBBackend
+
+_LOCK = threading.Lock()
+_CONNECTION: DuckDBBackend | None = None
+
+
+def default_connection() -> DuckDBBackend:
+    """The process-wide in-memory DuckDB connection behind Ibis, created on first use.
+
+    DuckDB's own progress bar is off on it: chatgate shows its own, and DuckDB's
+    floods logs (Airflow, CI) with carriage-return updates when stderr isn't a terminal.
+    """
+    global _CONNECTION
+    with _LOCK:
+        if _CONNECTION is None:
+            _CONNECTION = duckdb_connection()
+        return _CONNECTION
+
+
+def duckdb_connection(**settings: Any) -> DuckDBBackend:
+    """A new in-memory DuckDB connection behind Ibis, with DuckDB `settings` such as
+    memory_limit="1GB", threads=2 or temp_directory="/scratch" (where it spills);
+    its progress bar is off, as on the default connection."""
+    import ibis
+
+    con = ibis.duckdb.connect(**{k: v for k, v in settings.items() if v is not None})
+    con.raw_sql("SET enable_progress_bar = false")
+    # Its cache of the files' blocks grows with every file read; each run reads a file once or twice.
+    con.raw_sql("SET enable_external_file_cache = false")
+    return con
+
+
+def record_batches(expr: ibis.Table, *, chunk_size: int = 10_000) -> pa.RecordBatchReader:
+    """The rows of an Ibis table as a stream of Arrow record batches of at most `chunk_size` rows.
+
+    Use this rather than `Table.to_pyarrow_batches()`: on DuckDB 2.0, Ibis 12's
+    version calls `fetch_record_batch` on a cursor, which DuckDB 2.0 removed. Here
+    DuckDB streams through a relation's Arrow reader instead; until that reader is
+    read to the end or closed, it owns the connection (other queries on it fail).
+    Other backends use `to_pyarrow_batches()`.
+    """
+    backend = expr.get_backend()
+    if backend.name != "duckdb":
+        return expr.to_pyarrow_batches(chunk_size=chunk_size)
+    backend._run_pre_execute_hooks(expr)  # registers the memtables and UDFs the query uses
+    relation = backend.con.sql(backend.compile(expr))
+    if hasattr(relation, "to_arrow_reader"):
+        return relation.to_arrow_reader(batch_size=chunk_size)
+    return relation.fetch_record_batch(chunk_size)  # DuckDB before 1.4
