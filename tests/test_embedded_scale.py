@@ -31,7 +31,8 @@ from chatgate.engines.ibis.duckdb import DuckDBEngine
 from chatgate.engines.parquet_files import ROW_ID
 from chatgate.engines.workers import CheckPool
 from chatgate.errors import ChatgateError
-from chatgate.job.config import DEFAULT_MEMORY_LIMIT, build_config
+from chatgate.job.config import build_config
+from chatgate.job.embedded import DEFAULT_MEMORY_LIMIT
 from chatgate.job.registry import store_for
 from chatgate.job.runner import run
 from chatgate.rules import ChatCheck, ChatFormat

@@ -14,11 +14,12 @@ from typing import Any
 from ._version import __version__
 from .engines.base import DEDUP_MODES
 from .errors import ConfigError, one_line
-from .job.config import DEFAULT_MEMORY_LIMIT, load_config
-from .job.registry import BACKENDS, ENGINES
+from .job.config import load_config
+from .job.embedded import DEFAULT_MEMORY_LIMIT
+from .job.registry import BACKENDS, engine_help
 from .job.runner import EXIT_CRITICAL, EXIT_ERROR, EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from .rules import FORMATS
-from .rules.options import chat_options, kind_of
+from .rules.check.options import chat_options, kind_of
 from .runreport.command import (
     REPORT_DESCRIPTION,
     REPORT_EPILOG,
@@ -29,9 +30,6 @@ from .runreport.command import (
 from .step_params import TURNS
 
 NOT_OVERRIDES = ("config", "command", "quiet", "debug")
-
-ENGINE_HELP = "; ".join(f"{name}: {b.description}" for name, b in BACKENDS.items()) + f" (default: {ENGINES[0]})"
-
 
 def build_parser(prog: str = "chatgate") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -91,7 +89,7 @@ exit status:
 def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The job's flags: each overrides the same key of --config."""
     p.add_argument("--config", metavar="FILE", help="YAML job config (see conf/example.yaml)")
-    p.add_argument("--engine", choices=ENGINES, help=ENGINE_HELP)
+    p.add_argument("--engine", choices=list(BACKENDS), help=engine_help())
     p.add_argument("--source", help="Delta table path (or Parquet), or a catalog table on Spark")
     p.add_argument("--source-version", dest="source_version", type=int, metavar="N",
                    help="read this Delta version of the source (default: the latest, pinned for the whole run)")
@@ -157,7 +155,7 @@ exit status:
 def add_clean_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--run-id", dest="run_id", required=True, help="the run whose rows to delete")
     p.add_argument("--config", metavar="FILE", help="take the output tables (and engine) from this job config")
-    p.add_argument("--engine", choices=ENGINES, help=ENGINE_HELP)
+    p.add_argument("--engine", choices=list(BACKENDS), help=engine_help())
     for name in ("quarantine", "summary", "valid", "fixed"):
         p.add_argument(f"--{name}", help=f"the {name} table")
     p.add_argument("--debug", action="store_true", help="on failure, print the whole traceback")
@@ -166,14 +164,14 @@ def add_clean_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 def clean_from_args(args: argparse.Namespace) -> int:
     """Delete one run's rows from the tables the flags (or the config) name; one line per table."""
-    from .job.config import EmbeddedConfig, load_clean_config
-    from .job.registry import store_for
-    from .job.runner import lakehouse_engine
+    from .job.clean import load_clean_config
+    from .job.embedded import EmbeddedConfig
+    from .job.registry import make_engine, store_for
     from .job.writes import clean_run
 
     def clean() -> int:
         config = load_clean_config(args.config, vars(args))
-        done = clean_run(store_for(lakehouse_engine(config.engine, EmbeddedConfig())), config.tables, config.run_id)
+        done = clean_run(store_for(make_engine(config.engine, EmbeddedConfig()), config.engine), config.tables, config.run_id)
         for target in done:
             print(f"deleted the rows of run {config.run_id!r} from {target}")
         if not done:

@@ -6,10 +6,8 @@ a typo fails at start-up with the key's name, not an hour into the run.
 
 from __future__ import annotations
 
-import os
 import re
 import secrets
-import tempfile
 import unicodedata
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
@@ -30,11 +28,12 @@ from ..rules import (
     format_from,
     repair_names,
 )
-from ..rules.options import chat_options, from_text, kind_of
+from ..rules.check.options import chat_options, from_text, kind_of
 from ..step_params import TURNS, Turns
 from ..thresholds import Thresholds
+from .embedded import EmbeddedConfig
 from .locations import check_locations
-from .registry import ENGINES
+from .registry import DEFAULT_BACKEND, backend
 from .since import SINCE_LAST
 
 _CHECK_KEYS = tuple(f.name for f in fields(ChatFormat))
@@ -91,55 +90,12 @@ class OutputConfig:
 
 
 @dataclass(frozen=True)
-class EmbeddedConfig:
-    """Settings of the embedded engine: None takes chatgate's default (see `resolved`)."""
-
-    memory_limit: str | None = None  # e.g. "1GB": past it, DuckDB spills to temp_directory
-    threads: int | None = None  # DuckDB's threads and the check's worker processes
-    temp_directory: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.memory_limit is not None and not _MEMORY.fullmatch(str(self.memory_limit)):
-            raise ConfigError(f"memory_limit: {self.memory_limit!r} isn't a size such as 512MB or 2GB")
-        if self.temp_directory is not None and not str(self.temp_directory).strip():
-            raise ConfigError(f"temp_directory: {self.temp_directory!r} is empty; name a folder, or leave the key out")
-        if self.threads is not None and (
-            isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1
-        ):
-            raise ConfigError(f"threads: {self.threads!r} isn't a number of threads (1 or more)")
-
-    def settings(self) -> dict[str, Any]:
-        """The settings given (in the config or as flags)."""
-        return {k: v for k, v in vars(self).items() if v is not None}
-
-    def resolved(self) -> dict[str, Any]:
-        """Every setting, chatgate's defaults where none was given."""
-        return {
-            "memory_limit": DEFAULT_MEMORY_LIMIT if self.memory_limit is None else self.memory_limit,
-            "threads": (os.cpu_count() or 1) if self.threads is None else self.threads,
-            "temp_directory": default_temp_directory() if self.temp_directory is None else self.temp_directory,
-        }
-
-
-DEFAULT_MEMORY_LIMIT = "1GB"
-"""DuckDB's memory before it spills: the job's peak stays near it whatever the table's size."""
-
-
-def default_temp_directory() -> str:
-    """Where DuckDB spills by default: a folder of the system's temp directory, never the working one."""
-    return os.path.join(tempfile.gettempdir(), "chatgate-duckdb")
-
-
-_MEMORY = re.compile(r"\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
 class JobConfig:
     source: str
     steps: tuple[StepConfig, ...]
     outputs: OutputConfig
     dataset: DatasetConfig | None = None
-    engine: str = "duckdb"
+    engine: str = DEFAULT_BACKEND
     run_id: str = ""
     thresholds: Thresholds = field(default_factory=Thresholds)
     dedup: Dedup = "auto"
@@ -154,8 +110,7 @@ class JobConfig:
     valid_includes_fixed: bool = False
 
     def __post_init__(self) -> None:
-        if self.engine not in ENGINES:
-            raise ConfigError(f"engine: {self.engine!r} isn't one of {list(ENGINES)}")
+        chosen = backend(self.engine)
         if self.dedup not in DEDUP_MODES:
             raise ConfigError(f"dedup: {self.dedup!r} isn't one of {list(DEDUP_MODES)}")
         if self.turns not in TURNS:
@@ -167,7 +122,7 @@ class JobConfig:
         if not self.run_id:
             object.__setattr__(self, "run_id", new_run_id())
         check_run_id(self.run_id)
-        if self.engine != "duckdb" and self.embedded.settings():
+        if chosen.engine != "duckdb" and self.embedded.settings():
             given = ", ".join(self.embedded.settings())
             raise ConfigError(f"embedded: {given} set the embedded engine's DuckDB, not {self.engine}'s memory")
         if self.source_version is not None and (
@@ -184,7 +139,7 @@ class JobConfig:
             raise ConfigError("fix: name the repairs that make the fixed table (--fix safe, or a list of repairs)")
         if self.valid_includes_fixed and not (self.fix and self.outputs.valid):
             raise ConfigError("valid_includes_fixed: needs both --fix and --valid")
-        check_locations(self.tables(), catalog_names=self.engine == "spark")
+        check_locations(self.tables(), catalog_names=chosen.catalog)
 
     def tables(self) -> list[tuple[str, str]]:
         """The source, then each output: `(role, target)`."""
@@ -277,7 +232,7 @@ def build_config(raw: dict[str, Any], overrides: dict[str, Any]) -> JobConfig:
         steps=_steps(columns, checks, column_extras) if columns is not None or not dataset else (),
         outputs=_outputs(outputs),
         dataset=_dataset(dataset, checks) if dataset else None,
-        engine=_given(overrides, raw, "engine", "duckdb"),
+        engine=_given(overrides, raw, "engine", DEFAULT_BACKEND),
         run_id=new_run_id() if run_id is _UNSET or run_id is None else _named_text("run_id", run_id),
         source_version=_source_version(_given(overrides, raw, "source_version")),
         since=_since(_given(overrides, raw, "since")),
@@ -474,36 +429,3 @@ def parse_level(level: str, value: Any) -> int | float | None:
         return int(text) if re.fullmatch(r"\d+", text) else float(text)
     except ValueError:
         raise ConfigError(f"thresholds.{level}: {value!r} is neither a count nor a fraction") from None
-
-
-
-@dataclass(frozen=True)
-class CleanConfig:
-    """What `chatgate clean` removes: the rows of one run id from the output tables named."""
-
-    run_id: str
-    tables: dict[str, str]
-    """Output role (quarantine, summary, valid, fixed) -> target."""
-    engine: str = "duckdb"
-
-
-def load_clean_config(path: str | Path | None, overrides: dict[str, Any]) -> CleanConfig:
-    """The run id and output tables of `chatgate clean`: the flags, on top of a job config's outputs."""
-    raw = _read_yaml(Path(path)) if path is not None else {}
-    outputs = _merged(_mapping(raw.get("outputs"), "outputs"), overrides, _OUTPUT_KEYS)
-    unknown = set(outputs) - set(_OUTPUT_KEYS)
-    if unknown:
-        raise ConfigError(f"outputs: unknown key {sorted(unknown)[0]!r}; known keys: {', '.join(_OUTPUT_KEYS)}")
-    tables = {k: _named_text(f"outputs.{k}", v) for k, v in outputs.items() if v is not None}
-    if not tables:
-        raise ConfigError("name the tables to clean (--quarantine, --summary, --valid, --fixed, or --config FILE)")
-    run_id = overrides.get("run_id")
-    if run_id is None:
-        raise ConfigError("run_id: name the run whose rows to delete (--run-id ID)")
-    run_id = _named_text("run_id", run_id)
-    check_run_id(run_id)
-    engine = _given(overrides, raw, "engine", "duckdb")
-    if engine not in ENGINES:
-        raise ConfigError(f"engine: {engine!r} isn't one of {list(ENGINES)}")
-    check_locations(list(tables.items()), catalog_names=engine == "spark")
-    return CleanConfig(run_id=run_id, tables=tables, engine=engine)

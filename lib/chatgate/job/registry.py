@@ -1,7 +1,8 @@
 """The job's backends: each engine with the store that reads and writes its tables, declared once.
 
-The CLI's `--engine` choices, the config's check of `engine:` and the runner all read
-this registry; adding a backend is one entry here (and its engine and store modules).
+The CLI's `--engine` choices and help, the config's checks of `engine:` and the runner
+all read BACKENDS when they run. Adding a store for another table format is its
+module under stores/ and one entry here, naming the engine that computes on its tables.
 """
 
 from __future__ import annotations
@@ -11,19 +12,45 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..errors import ConfigError
+
 if TYPE_CHECKING:
     from ..engines.lakehouse import LakehouseEngine
     from ..stores.base import TableStore
+    from .embedded import EmbeddedConfig
 
 
 @dataclass(frozen=True)
 class Backend:
-    """An engine and its store: `store` builds the store from the engine (its connection or session)."""
+    """An engine and its store, as `--engine NAME` names them."""
 
     engine: str
+    """The engine's name (its `name`): `embedded:` settings are the duckdb engine's."""
     store: str
+    """The table library, as the run's log names it."""
     description: str
+    """One line for `--engine`'s help."""
+    make_engine: Callable[[EmbeddedConfig], LakehouseEngine]
     make_store: Callable[[LakehouseEngine], TableStore]
+    """Builds the store from the engine (its connection or session)."""
+    catalog: bool = False
+    """Names without a "/" are catalog tables (db.chats), not paths."""
+
+
+def _duckdb(embedded: EmbeddedConfig) -> LakehouseEngine:
+    from ..engines.ibis.connection import duckdb_connection
+    from ..engines.ibis.duckdb import DuckDBEngine
+    from .limits import check_memory_limits
+
+    settings = embedded.resolved()
+    check_memory_limits(settings["memory_limit"], settings["threads"])
+    return DuckDBEngine(con=duckdb_connection(**settings), workers=settings["threads"])
+
+
+def _spark(embedded: EmbeddedConfig) -> LakehouseEngine:
+    from ..engines.spark import SparkEngine
+
+    return SparkEngine()
 
 
 def _deltalake(engine: LakehouseEngine) -> TableStore:
@@ -39,20 +66,42 @@ def _delta_spark(engine: LakehouseEngine) -> TableStore:
 
 
 BACKENDS = {
-    "duckdb": Backend("duckdb", "deltalake", "one machine, no JVM: Ibis over DuckDB, Delta through deltalake", _deltalake),
-    "spark": Backend("spark", "delta-spark", "Spark (local or a cluster), Delta through delta-spark", _delta_spark),
+    "duckdb": Backend(
+        "duckdb", "deltalake", "one machine, no JVM: Ibis over DuckDB, Delta through deltalake", _duckdb, _deltalake
+    ),
+    "spark": Backend(
+        "spark", "delta-spark", "Spark (local or a cluster), Delta through delta-spark", _spark, _delta_spark, catalog=True
+    ),
 }
 
-ENGINES = tuple(BACKENDS)
+DEFAULT_BACKEND = "duckdb"
 
 
-_STORES: weakref.WeakKeyDictionary[LakehouseEngine, TableStore] = weakref.WeakKeyDictionary()
+def backend(name: str) -> Backend:
+    """The backend `--engine NAME` names; ConfigError listing the others when there's none."""
+    found = BACKENDS.get(name) if isinstance(name, str) else None
+    if found is None:
+        raise ConfigError(f"engine: {name!r} isn't one of {list(BACKENDS)}")
+    return found
 
 
-def store_for(engine: LakehouseEngine) -> TableStore:
-    """The store that reads and writes the tables of `engine` (a lakehouse engine of BACKENDS):
+def engine_help() -> str:
+    return "; ".join(f"{name}: {b.description}" for name, b in BACKENDS.items()) + f" (default: {DEFAULT_BACKEND})"
+
+
+def make_engine(name: str, embedded: EmbeddedConfig) -> LakehouseEngine:
+    """The lakehouse engine of the backend `name`, imported only when asked for."""
+    return backend(name).make_engine(embedded)
+
+
+_STORES: weakref.WeakKeyDictionary[LakehouseEngine, dict[str, TableStore]] = weakref.WeakKeyDictionary()
+
+
+def store_for(engine: LakehouseEngine, name: str | None = None) -> TableStore:
+    """The store of the backend `name` (by default the one named as the engine) for `engine`:
     the same one for as long as the engine lives, since it shares the engine's connection."""
-    store = _STORES.get(engine)
-    if store is None:
-        store = _STORES[engine] = BACKENDS[engine.name].make_store(engine)
-    return store
+    stores = _STORES.setdefault(engine, {})
+    key = name or engine.name
+    if key not in stores:
+        stores[key] = backend(key).make_store(engine)
+    return stores[key]

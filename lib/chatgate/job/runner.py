@@ -39,18 +39,17 @@ from ..names import (
 )
 from ..pipeline import judge_step, judge_table, preflight
 from ..rules import RowCheck, message_indices, row_problems_array
-from ..rules.locate_rows import ROW_PROBLEM_TYPE
-from ..rules.table import TableCheck
+from ..rules.datasets.locate_rows import ROW_PROBLEM_TYPE
+from ..rules.datasets.table_checks import TableCheck
 from ..step_params import Turns
 from ..steps import TABLE_COLUMN
 from ..stores.base import TableStore
-from .config import EmbeddedConfig, JobConfig
+from .config import JobConfig
 from .fixes import BEFORE, FixPlan, fixed_as_valid, fixed_output, repair_failing, step_fix_counts
 from .hints import run_hints
-from .limits import check_memory_limits
 from .locations import check_locations, resolve
 from .outputs import ReadScope, StepResult
-from .registry import store_for
+from .registry import backend, make_engine, store_for
 from .since import LAST_RUN_COLUMNS, SINCE_LAST, ReadPlan, check_fingerprint, last_checked_version, read_plan
 from .writes import Lakehouse, Output, check_targets, write_outputs
 
@@ -86,21 +85,7 @@ class RunResult:
 
 def engine_for_job(config: JobConfig) -> LakehouseEngine:
     """The lakehouse engine the config names, imported only when asked for."""
-    return lakehouse_engine(config.engine, config.embedded)
-
-
-def lakehouse_engine(name: str, embedded: EmbeddedConfig) -> LakehouseEngine:
-    """The lakehouse engine called `name` (one of registry.ENGINES), imported only when asked for."""
-    if name == "spark":
-        from ..engines.spark import SparkEngine
-
-        return SparkEngine()
-    from ..engines.ibis.connection import duckdb_connection
-    from ..engines.ibis.duckdb import DuckDBEngine
-
-    settings = embedded.resolved()
-    check_memory_limits(settings["memory_limit"], settings["threads"])
-    return DuckDBEngine(con=duckdb_connection(**settings), workers=settings["threads"])
+    return make_engine(config.engine, config.embedded)
 
 
 def run(config: JobConfig, engine: LakehouseEngine | None = None) -> RunResult:
@@ -110,8 +95,8 @@ def run(config: JobConfig, engine: LakehouseEngine | None = None) -> RunResult:
     log) is raised as their one-line explanation of it, chained to the original.
     """
     engine = engine or engine_for_job(config)
-    lake = Lakehouse(engine, store_for(engine))
-    if config.engine == "spark":
+    lake = Lakehouse(engine, store_for(engine, config.engine))
+    if backend(config.engine).catalog:
         # Catalog tables are compared by the location their catalog gives, before anything is read.
         check_locations(config.tables(), catalog_names=True, catalog_location=lake.store.location)
     try:
@@ -204,7 +189,7 @@ def _rows_to_read(
     store: TableStore, config: JobConfig, table: Any, source_version: int | None, checks: list[RowCheck]
 ) -> tuple[Any, ReadScope]:
     """The rows this run checks: the snapshot, or with --since the rows inserted since (see job/since.py)."""
-    where = resolve(config.source, catalog_names=config.engine == "spark")
+    where = resolve(config.source, catalog_names=backend(config.engine).catalog)
     fingerprint = check_fingerprint(where, [c.as_dict() for c in checks], {"turns": config.turns, "fix": list(config.fix)})
     if config.since is None:
         return table, ReadScope(fingerprint=fingerprint)
