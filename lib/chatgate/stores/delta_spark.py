@@ -137,6 +137,11 @@ class DeltaSparkStore(TableStore):
         return list(self.spark.table(history[0]).columns)
 
     def replace_run(self, table: Any, target: str, run_id_column: str, run_id: str) -> int:
+        metadata = self._replace(table, target, run_id_column, run_id)
+        return self._rows_written(target, metadata)
+
+    def _replace(self, table: Any, target: str, run_id_column: str, run_id: str) -> str:
+        """`replace_run` without counting the rows; the commit's metadata, as the log records it."""
         metadata = commit_metadata(run_id)
         writer = table.write.format("delta").option("userMetadata", commit_metadata_json(metadata))
         if self._history(target, 1) is None:
@@ -165,7 +170,7 @@ class DeltaSparkStore(TableStore):
                     "or write that output to another path, then rerun"
                 ) from exc
             raise OutputError(f"can't write to {target!r}: {spark_error_line(exc)}") from exc
-        return self._rows_written(target, commit_metadata_json(metadata))
+        return commit_metadata_json(metadata)
 
     def _rows_written(self, target: str, metadata: str) -> int:
         """The rows our commit (found by its metadata among the latest, as others may commit meanwhile) added."""
@@ -176,7 +181,8 @@ class DeltaSparkStore(TableStore):
         return int(metrics.get("numOutputRows", 0))
 
     def write_arrow(self, rows: pa.Table, target: str, run_id_column: str, run_id: str) -> None:
-        self.replace_run(self.spark.createDataFrame(rows), target, run_id_column, run_id)
+        # The rows are on the driver, counted: the log isn't asked how many were written.
+        self._replace(self.spark.createDataFrame(rows), target, run_id_column, run_id)
 
     def delete_run(self, target: str, run_id_column: str, run_id: str) -> None:
         history = self._history(target, 1)

@@ -34,6 +34,7 @@ that can name the file.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tempfile
 import time
@@ -94,6 +95,9 @@ def get_spark(
     if master.startswith("local"):
         # Local workers must run this interpreter (with pyarrow and chatgate), not `python3`.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        for key, value in local_defaults(master).items():
+            if key not in conf and key not in launched:
+                conf[key] = value
 
     builder = SparkSession.builder.appName(app_name).master(master)
     for key, value in conf.items():
@@ -101,6 +105,22 @@ def get_spark(
     if jvm_output is not None and not launched:
         _launch_jvm({"spark.app.name": app_name, "spark.master": master, **conf}, Path(jvm_output))
     return builder.getOrCreate()
+
+
+def local_defaults(master: str) -> dict[str, str]:
+    """Settings for a session on one machine: as many partitions of Delta's log replay as it has cores.
+
+    Delta's default is cluster-sized: 50 tasks rebuild a table's state at each new version
+    of its log, which on local[2] costs a second or more per table read or written, whatever
+    its size (most of a run that checks a few appended rows). Shuffles keep Spark's default,
+    which adaptive execution coalesces. Settings given in `extra_conf` or to spark-submit win.
+    """
+    found = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\d+)?\])?", master)
+    if found is None:  # local-cluster[...] is a cluster of processes: Spark's defaults
+        return {}
+    threads = found.group(1) or "1"
+    partitions = str(os.cpu_count() or 1) if threads == "*" else str(max(1, int(threads)))
+    return {"spark.databricks.delta.snapshotPartitions": partitions}
 
 
 _jvm_log: Path | None = None
