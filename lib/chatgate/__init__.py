@@ -2,6 +2,7 @@
 
 from ._version import __version__ as __version__
 from .errors import ChatgateError, ConfigError, OutputError, SourceError
+from .gate import annotate, split
 from .lake import read_delta, spark_session
 from .report import StepReport
 from .rules import REASONS, ChatFormat, check_batch, first_problem, repair
@@ -20,6 +21,7 @@ __all__ = [
     "StepReport",
     "Thresholds",
     "Validate",
+    "annotate",
     "check_batch",
     "col",
     "contains",
@@ -30,5 +32,6 @@ __all__ = [
     "read_delta",
     "repair",
     "spark_session",
+    "split",
     "starts_with",
 ]
