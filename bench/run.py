@@ -66,7 +66,7 @@ def check_batch_alone(source: str, rows: int = 200_000) -> dict:
     import pyarrow as pa
 
     from chatgate.rules import check_array
-    from chatgate.rules.batch import typed_decoder
+    from chatgate.rules.check.batch import typed_decoder
 
     table = read_delta(source).head(rows, columns=["messages"])
     column = table.column("messages").combine_chunks()

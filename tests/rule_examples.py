@@ -24,7 +24,7 @@ import pyarrow as pa
 import pytest
 
 from chatgate.rules import dataset_checks, first_codes, first_row_problem
-from chatgate.rules.checks import column_values
+from chatgate.rules.check.checks import column_values
 
 ARROW_ERRORS = (
     pa.ArrowInvalid,

@@ -130,7 +130,7 @@ def describe_cycles(graph: dict[str, dict[str, int]]) -> list[str]:
 
 def test_the_walk_sees_every_kind_of_import() -> None:
     graph = import_graph()
-    assert "chatgate.rules.judge" in graph["chatgate.rules.reference"]  # top level, relative
+    assert "chatgate.rules.check.judge" in graph["chatgate.rules.check.reference"]  # top level, relative
     assert "chatgate.runreport.tabular" in graph["chatgate.validate"]  # inside a function
     assert "chatgate.engines.base" in graph["chatgate.report"]  # under TYPE_CHECKING
     assert "chatgate.engines.spark" in graph["chatgate.engines"]  # a submodule by from-import

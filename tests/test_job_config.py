@@ -189,7 +189,7 @@ def test_the_example_config_documents_every_key():
     from pathlib import Path
 
     from chatgate.job import config as cfg
-    from chatgate.rules.datasets import DATASET_TYPES
+    from chatgate.rules.datasets.build import DATASET_TYPES
 
     text = (Path(__file__).resolve().parents[1] / "conf" / "example.yaml").read_text()
     written = set(re.findall(r"^\s*#?\s*-?\s*(?:name: \w+\s*)?([a-z_]+):", text, re.MULTILINE))

@@ -17,8 +17,9 @@ import pyarrow as pa
 import pytest
 
 from chatgate.rules import ALL_REASONS, ChatFormat, check_array, first_problem, first_reason, format_from
-from chatgate.rules.judge import BAD, COMPLETION, PROMPT, RULES, judge
-from chatgate.rules.locate import (
+from chatgate.rules.base.values import blank_checker
+from chatgate.rules.check.judge import BAD, COMPLETION, PROMPT, RULES, judge
+from chatgate.rules.location.locate import (
     PROBLEM_TYPE,
     locate,
     locate_array,
@@ -28,8 +29,7 @@ from chatgate.rules.locate import (
     problems_of,
     read_value,
 )
-from chatgate.rules.locate_sites import ROW_CODES, SITES, WHOLE_VALUE_CODES, Problem
-from chatgate.rules.values import blank_checker
+from chatgate.rules.location.sites import ROW_CODES, SITES, WHOLE_VALUE_CODES, Problem
 
 try:
     from rule_examples import ARROW_ERRORS, A, S, U, call, msg

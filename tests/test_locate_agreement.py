@@ -16,10 +16,10 @@ import pyarrow as pa
 import pytest
 
 from chatgate.rules import DATASET_TYPES, ChatCheck, dataset_checks, first_reason, format_from, reason_rank
-from chatgate.rules.locate import locate, problems
-from chatgate.rules.locate_rows import locate_row, row_problems, row_problems_array
-from chatgate.rules.messages import image_total
-from chatgate.rules.tools import declared_names
+from chatgate.rules.datasets.locate_rows import locate_row, row_problems, row_problems_array
+from chatgate.rules.formats.messages import image_total
+from chatgate.rules.formats.tools import declared_names
+from chatgate.rules.location.locate import locate, problems
 
 try:
     import test_rules_datasets as datasets_tests

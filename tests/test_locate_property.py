@@ -16,12 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chatgate.rules import check_batch, first_problem, first_reason, format_from, reason_rank
-from chatgate.rules.conversation import PARTS, WHOLE, Conversation
-from chatgate.rules.judge import BAD, active_rules, judge
-from chatgate.rules.locate import locate_array, location_of, problems_array, problems_of, read_value
-from chatgate.rules.locate_sites import WHOLE_VALUE_CODES
-from chatgate.rules.messages import Read
-from chatgate.rules.values import blank_checker
+from chatgate.rules.base.values import blank_checker
+from chatgate.rules.check.judge import BAD, active_rules, judge
+from chatgate.rules.conversation.conversation import PARTS, WHOLE, Conversation
+from chatgate.rules.formats.messages import Read
+from chatgate.rules.location.locate import locate_array, location_of, problems_array, problems_of, read_value
+from chatgate.rules.location.sites import WHOLE_VALUE_CODES
 
 try:
     import plain_reference as plain

@@ -24,7 +24,7 @@ from chatgate.rules import (
     first_reason,
     first_row_problem,
 )
-from chatgate.rules.locate_rows import (
+from chatgate.rules.datasets.locate_rows import (
     ROW_PROBLEM_TYPE,
     RowProblem,
     locate_row,

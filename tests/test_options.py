@@ -17,7 +17,7 @@ import chatgate as pb
 from chatgate.airflow import run_chatgate
 from chatgate.cli import add_run_arguments, build_parser, check_overrides
 from chatgate.job.config import build_config
-from chatgate.rules.options import chat_options
+from chatgate.rules.check.options import chat_options
 
 # A value other than the default for each option, valid on its own; and as the command line spells it.
 VALUES = {

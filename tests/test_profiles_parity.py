@@ -16,7 +16,7 @@ from deltalake import write_deltalake
 import chatgate as pb
 from chatgate.names import REASON
 from chatgate.rules import first_problem, format_from
-from chatgate.rules.spec import TRAINER_PROFILES
+from chatgate.rules.trainers.profiles import TRAINER_PROFILES
 from job_helpers import job_config, read_delta
 
 try:

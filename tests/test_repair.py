@@ -19,10 +19,10 @@ import pytest
 
 import chatgate
 from chatgate.rules import REPAIR_PRESETS, REPAIRS, ChatFormat, first_problem, repair, repair_names
-from chatgate.rules.repair_fixes import DEFAULT_ROLE_MAP
+from chatgate.rules.repairs.fixes import DEFAULT_ROLE_MAP
 
-repair_module = importlib.import_module("chatgate.rules.repair")  # `chatgate.rules.repair` is the function
-fixes_module = importlib.import_module("chatgate.rules.repair_fixes")
+repair_module = importlib.import_module("chatgate.rules.repairs.repair")  # `chatgate.rules.repairs.repair` is the function
+fixes_module = importlib.import_module("chatgate.rules.repairs.fixes")
 
 try:
     from rule_examples import msg

@@ -16,7 +16,7 @@ try:
 except ImportError:  # tests/ imported as a package
     from tests.rule_examples import msg
 
-repair_module = importlib.import_module("chatgate.rules.repair")
+repair_module = importlib.import_module("chatgate.rules.repairs.repair")
 
 
 FIXABLE = [msg("human", "a"), msg("user", "b"), msg("gpt", "c")]

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chatgate.rules import REPAIRS, first_problem, repair, repair_names
-from chatgate.rules.repair_fixes import DEFAULT_ROLE_MAP
+from chatgate.rules.repairs.fixes import DEFAULT_ROLE_MAP
 
 try:
     from strategies import cases, json_text

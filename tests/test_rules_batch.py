@@ -552,7 +552,7 @@ def test_strict_path_finds_blank_contents_behind_a_remembered_verdict():
 
 
 def test_strict_path_stops_remembering_at_its_limit(monkeypatch):
-    from chatgate.rules.batch import _StrictPath
+    from chatgate.rules.check.batch import _StrictPath
 
     fmt = ChatFormat(alternate=False)
     strict = _StrictPath.of(fmt)

@@ -28,8 +28,8 @@ from chatgate.rules import (
     format_codes,
     phrase,
 )
-from chatgate.rules.parts import data_url_bytes, data_url_ok
-from chatgate.rules.spec import ROLE_ALIASES
+from chatgate.rules.conversation.spec import ROLE_ALIASES
+from chatgate.rules.formats.parts import data_url_bytes, data_url_ok
 
 try:
     from rule_examples import A2, A, S, U, assert_example, examples, msg

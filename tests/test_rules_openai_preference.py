@@ -33,8 +33,8 @@ from chatgate.rules import (
     first_row_problem,
     phrase,
 )
-from chatgate.rules.locate_rows import row_problems
-from chatgate.rules.openai_preference import OpenAIPreferenceCheck
+from chatgate.rules.datasets.locate_rows import row_problems
+from chatgate.rules.datasets.openai_preference import OpenAIPreferenceCheck
 from job_helpers import read_delta
 
 try:

@@ -621,7 +621,7 @@ def _plain_examples():
     except ImportError:  # tests/ imported as a package
         import tests.test_rules_images as images
         import tests.test_rules_trainers as trainers
-    from chatgate.rules.options import option_names
+    from chatgate.rules.check.options import option_names
 
     known = set(option_names()[:8]) | set(TRAINER_OPTIONS)
     params = []

@@ -20,9 +20,9 @@ from chatgate.rules import (
     format_codes,
     sample_profile,
 )
-from chatgate.rules.batch import _StrictPath
-from chatgate.rules.conversation import COMPLETION, PARTS, PROMPT, WHOLE, Conversation
-from chatgate.rules.judge import (
+from chatgate.rules.base.values import blank_checker
+from chatgate.rules.check.batch import _StrictPath
+from chatgate.rules.check.judge import (
     RULES,
     SWITCHES,
     active_rules,
@@ -30,8 +30,8 @@ from chatgate.rules.judge import (
     judge,
     switches,
 )
-from chatgate.rules.messages import read_messages
-from chatgate.rules.values import blank_checker
+from chatgate.rules.conversation.conversation import COMPLETION, PARTS, PROMPT, WHOLE, Conversation
+from chatgate.rules.formats.messages import read_messages
 
 try:
     from plain_reference import plain_problem

@@ -21,8 +21,8 @@ from chatgate.rules import (
     dataset_checks,
     first_problem,
 )
-from chatgate.rules.judge import BAD
-from chatgate.rules.tools import Call, declared_names, parse_calls, sharegpt_calls
+from chatgate.rules.check.judge import BAD
+from chatgate.rules.formats.tools import Call, declared_names, parse_calls, sharegpt_calls
 
 try:
     from rule_examples import A2, A, S, U, assert_example, call, examples, msg, schema

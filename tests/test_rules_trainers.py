@@ -25,7 +25,7 @@ from chatgate.rules import (
     format_from,
     phrase,
 )
-from chatgate.rules.spec import TRAINER_PROFILES
+from chatgate.rules.trainers.profiles import TRAINER_PROFILES
 
 try:
     from rule_examples import A, S, U, assert_example, call, examples, msg

@@ -32,8 +32,8 @@ from chatgate.rules import (
     repair_array,
     row_problems_array,
 )
-from chatgate.rules.sizes import OTHER_BYTES, array_bytes, value_bytes
-from chatgate.rules.spec import MAX_VALUE_BYTES
+from chatgate.rules.base.sizes import OTHER_BYTES, array_bytes, value_bytes
+from chatgate.rules.conversation.spec import MAX_VALUE_BYTES
 
 GOOD = json.dumps([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}])
 LIMIT = len(GOOD.encode())
@@ -174,7 +174,7 @@ def test_native_sizes_are_the_same_from_arrow_and_from_python(case):
 
 
 def test_a_native_value_over_the_limit_is_never_read_into_python(monkeypatch):
-    import chatgate.rules.batch as batch
+    import chatgate.rules.check.batch as batch
 
     read = []
     original = batch.python_values

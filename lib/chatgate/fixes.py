@@ -39,8 +39,8 @@ from .rules import (
     row_problems,
     row_problems_array,
 )
-from .rules.locate import PROBLEM_TYPE
-from .rules.locate_rows import ROW_PROBLEM_TYPE
+from .rules.datasets.locate_rows import ROW_PROBLEM_TYPE
+from .rules.location.locate import PROBLEM_TYPE
 from .steps import Step
 
 MEMO_VALUES = 100_000

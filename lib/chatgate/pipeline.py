@@ -16,7 +16,7 @@ from .engines.base import Dedup, Engine, Judged
 from .errors import ConfigError, SourceError
 from .names import REASON, reserved_clash
 from .rules import RowCheck
-from .rules.table import TableCheck
+from .rules.datasets.table_checks import TableCheck
 from .thresholds import Thresholds
 
 

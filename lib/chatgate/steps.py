@@ -8,7 +8,7 @@ from typing import Any
 
 from .engines.base import Dedup, Judged
 from .rules import DEFAULT_ROLES, ChatCheck, ChatFormat, RowCheck, phrase
-from .rules.table import TableCheck
+from .rules.datasets.table_checks import TableCheck
 from .step_params import Turns
 from .thresholds import Actions, Thresholds
 

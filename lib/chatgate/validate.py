@@ -21,9 +21,9 @@ from .names import API_RESERVED
 from .pipeline import judge_step, judge_table, preflight
 from .report import StepReport, render_html, render_text, step_json
 from .rules import ChatCheck, ChatFormat, RowCheck, dataset_checks
-from .rules.options import option_names, options_doc, signature_with_options
-from .rules.spec import format_from
-from .rules.table import TableCheck
+from .rules.check.options import option_names, options_doc, signature_with_options
+from .rules.datasets.table_checks import TableCheck
+from .rules.trainers.profiles import format_from
 from .selectors import Column, Selector, resolve_columns
 from .step_params import StepSettings, check_brief, check_segments, settings_parameters
 from .steps import ASSERTION_TYPE, DATASET_ASSERTION_TYPE, DEFAULT_DIMENSION, Step, table_step

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from ..names import ROW_NUMBER
 from ..rules import RowCheck
-from ..rules.values import is_missing
+from ..rules.base.values import is_missing
 from .base import LOCAL_AUTO, Dedup, Engine, Judged, ordered_reasons, require_column
 
 ROW_NUMBER_COLUMN = ROW_NUMBER

@@ -1,9 +1,30 @@
-"""Pure rules: what a well-formed conversation (and dataset row) is. No engine imports here."""
+"""Pure rules: what a well-formed conversation (and dataset row) is. No engine imports here.
 
-from .batch import check_array, check_batch, check_values
-from .checks import ChatCheck, LabelCheck, RowCheck, first_codes, label_problem
-from .codes import ALL_REASONS, EXTENDED_REASONS, REASONS, first_reason, phrase, reason_rank
-from .datasets import (
+The rules live in rooms, one sub-package each, in layers: a room imports only from the
+rooms of lower layers (and from its own), never from a higher one
+(`tests/test_rules_layers.py` walks every import, those inside functions too).
+
+| layer | room | what it holds |
+|---|---|---|
+| 0 | `base/` | values as they come: markers, JSON decoding, missing and blank values, sizes |
+| 1 | `conversation/` | `ChatFormat` (every option) and `Conversation` (what a rule reads) |
+| 2 | `formats/` | tool calls, content parts and images, reading messages (ShareGPT, Harmony) |
+| 2 | `trainers/` | the trainers' profiles and `format_from` |
+| 3 | `check/` | the ordered table of rules and the judge, the codes, the one-value and batch checks, row checks |
+| 4 | `location/` | where a conversation's problems are |
+| 5 | `datasets/` | TRL dataset types, standard values, OpenAI preference rows, table checks, rows' problems |
+| 5 | `repairs/` | the repairs and their application |
+
+This module is the public face: import from `chatgate.rules`, not from a room.
+"""
+
+from .check.batch import check_array, check_batch, check_values
+from .check.checks import ChatCheck, LabelCheck, RowCheck, first_codes, label_problem
+from .check.codes import ALL_REASONS, EXTENDED_REASONS, REASONS, first_reason, phrase, reason_rank
+from .check.judge import format_codes
+from .check.reference import first_problem, problem_of
+from .conversation.spec import DEFAULT_ROLES, SHAREGPT_ROLES, ChatFormat
+from .datasets.build import (
     DATASET_TYPES,
     FORMATS,
     DatasetCheck,
@@ -14,13 +35,19 @@ from .datasets import (
     majority_format,
     value_format,
 )
-from .judge import format_codes
-from .locate import Problem, locate, locate_array, location_of, problems, problems_array, problems_of
-from .locate_rows import locate_row, message_indices, row_problems, row_problems_array
-from .locate_sites import RowProblem
-from .reference import first_problem, problem_of
-from .repair import REPAIR_PRESETS, REPAIRS, Repaired, repair, repair_array, repair_names, repair_value
-from .spec import DEFAULT_ROLES, SHAREGPT_ROLES, ChatFormat, format_from, sample_profile
+from .datasets.locate_rows import locate_row, message_indices, row_problems, row_problems_array
+from .location.locate import Problem, locate, locate_array, location_of, problems, problems_array, problems_of
+from .location.sites import RowProblem
+from .repairs.repair import (
+    REPAIR_PRESETS,
+    REPAIRS,
+    Repaired,
+    repair,
+    repair_array,
+    repair_names,
+    repair_value,
+)
+from .trainers.profiles import format_from, sample_profile
 
 __all__ = [
     "ALL_REASONS",

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from .markers import BAD, MISSING
-from .values import NOT_JSON, is_missing, is_sequence, parse_json
+from ..base.markers import BAD, MISSING
+from ..base.values import NOT_JSON, is_missing, is_sequence, parse_json
 
 
 class Call(NamedTuple):

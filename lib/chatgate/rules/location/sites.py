@@ -48,9 +48,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from .codes import reason_rank
-from .conversation import WHOLE, Conversation
-from .judge import (
+from ..base.markers import BAD, MISSING
+from ..base.values import blank_checker
+from ..check.codes import reason_rank
+from ..check.judge import (
     _answers,
     _is_zero_or_one,
     active_rules,
@@ -63,11 +64,10 @@ from .judge import (
     prompt_end,
     too_few_messages,
 )
-from .markers import BAD, MISSING
-from .messages import Read
-from .parts import content_kind_ok, has_bad_image_url, has_large_image, image_parts, too_many_images
-from .spec import DEVELOPER_ROLE, TOOL_ROLE, TOOL_ROLES, ChatFormat
-from .values import blank_checker
+from ..conversation.conversation import WHOLE, Conversation
+from ..conversation.spec import DEVELOPER_ROLE, TOOL_ROLE, TOOL_ROLES, ChatFormat
+from ..formats.messages import Read
+from ..formats.parts import content_kind_ok, has_bad_image_url, has_large_image, image_parts, too_many_images
 
 
 class Problem(NamedTuple):

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .checks import ChatCheck, RowCheck
-from .datasets import DatasetCheck
-from .spec import ChatFormat
+from ..check.checks import ChatCheck, RowCheck
+from ..conversation.spec import ChatFormat
+from .dataset_check import DatasetCheck
 
 TOO_FEW_ROWS = "too_few_rows"
 EXTRA_COLUMNS = "extra_columns"

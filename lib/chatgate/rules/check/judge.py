@@ -28,10 +28,10 @@ from numbers import Integral
 from operator import eq
 from typing import Any, NamedTuple
 
-from .conversation import COMPLETION, PROMPT, WHOLE, Conversation
-from .markers import BAD, MISSING
-from .parts import bad_content_type, bad_image_url, image_role, image_too_large, too_many_images
-from .spec import DEVELOPER_ROLE, TOOL_ROLE, TOOL_ROLES, ChatFormat
+from ..base.markers import BAD, MISSING
+from ..conversation.conversation import COMPLETION, PROMPT, WHOLE, Conversation
+from ..conversation.spec import DEVELOPER_ROLE, TOOL_ROLE, TOOL_ROLES, ChatFormat
+from ..formats.parts import bad_content_type, bad_image_url, image_role, image_too_large, too_many_images
 
 # --- The rules, in the order of the table ---------------------------------------------------
 

@@ -42,13 +42,14 @@ import msgspec
 import numpy as np
 import pyarrow as pa
 
-from .conversation import Conversation
+from ..base.sizes import TOO_LARGE, array_bytes
+from ..base.values import is_blank
+from ..conversation.conversation import Conversation
+from ..conversation.spec import ChatFormat
+from ..trainers.profiles import format_from
 from .judge import Rule, active_rules, first_code, judge
 from .options import with_options
 from .reference import problem_of
-from .sizes import TOO_LARGE, array_bytes
-from .spec import ChatFormat, format_from
-from .values import is_blank
 
 _TEXT_TYPES = (
     pa.types.is_string,

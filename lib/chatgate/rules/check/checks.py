@@ -23,16 +23,16 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ..base.markers import TOO_LARGE_VALUE
+from ..base.sizes import array_bytes
+from ..base.values import is_missing
+from ..conversation.spec import ChatFormat
+from ..formats.messages import image_total
+from ..formats.tools import declared_names
 from .batch import check_array, python_values
 from .codes import ALL_REASONS, first_reason
 from .judge import format_codes
-from .markers import TOO_LARGE_VALUE
-from .messages import image_total
 from .reference import problem_of
-from .sizes import array_bytes
-from .spec import ChatFormat
-from .tools import declared_names
-from .values import is_missing
 
 _JSON_EXTENSION = getattr(pa, "JsonType", ())
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from .markers import BAD, MISSING
-from .spec import ChatFormat
+from ..base.markers import BAD, MISSING
+from ..base.values import is_missing, is_sequence
+from ..conversation.spec import ChatFormat
 from .tools import identifier, parse_calls, sharegpt_calls
-from .values import is_missing, is_sequence
 
 
 class Extra(NamedTuple):
@@ -214,7 +214,7 @@ def image_total(value: Any) -> int | object:
     >>> image_total(["a.png", "b.png"]), image_total(None), image_total('["a.png"]')
     (2, 0, 1)
     """
-    from .values import NOT_JSON, parse_json
+    from ..base.values import NOT_JSON, parse_json
 
     if value is MISSING or is_missing(value):
         return 0

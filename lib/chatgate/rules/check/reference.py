@@ -4,13 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .judge import judge
-from .markers import TOO_LARGE_VALUE
-from .messages import messages_in, read_messages
-from .options import with_options
-from .sizes import TOO_LARGE, is_too_large
-from .spec import ChatFormat, format_from
-from .values import (
+from ..base.markers import TOO_LARGE_VALUE
+from ..base.sizes import TOO_LARGE, is_too_large
+from ..base.values import (
     NOT_JSON,
     blank_checker,
     decode,
@@ -19,6 +15,11 @@ from .values import (
     message_list,
     roles_and_contents,
 )
+from ..conversation.spec import ChatFormat
+from ..formats.messages import messages_in, read_messages
+from ..trainers.profiles import format_from
+from .judge import judge
+from .options import with_options
 
 
 @with_options

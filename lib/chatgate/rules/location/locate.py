@@ -18,17 +18,18 @@ from typing import Any
 
 import pyarrow as pa
 
-from .batch import check_array
-from .checks import column_values
-from .codes import first_reason
-from .conversation import WHOLE
-from .locate_sites import WHOLE_VALUE_CODES, Problem, problems_in
-from .markers import TOO_LARGE_VALUE
-from .messages import Read, messages_in, read_messages
-from .options import with_options
-from .sizes import TOO_LARGE, is_too_large
-from .spec import ChatFormat, format_from
-from .values import NOT_JSON, decode, is_missing
+from ..base.markers import TOO_LARGE_VALUE
+from ..base.sizes import TOO_LARGE, is_too_large
+from ..base.values import NOT_JSON, decode, is_missing
+from ..check.batch import check_array
+from ..check.checks import column_values
+from ..check.codes import first_reason
+from ..check.options import with_options
+from ..conversation.conversation import WHOLE
+from ..conversation.spec import ChatFormat
+from ..formats.messages import Read, messages_in, read_messages
+from ..trainers.profiles import format_from
+from .sites import WHOLE_VALUE_CODES, Problem, problems_in
 
 
 def read_value(value: Any, fmt: ChatFormat) -> Read | str | None:

@@ -27,11 +27,11 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .markers import MISSING
-from .values import is_missing, is_sequence
+from ..base.markers import MISSING
+from ..base.values import is_missing, is_sequence
 
 if TYPE_CHECKING:
-    from .conversation import Conversation
+    from ..conversation.conversation import Conversation
 
 IMAGE_PART_TYPES: frozenset[str] = frozenset({"image", "image_url"})
 """The types of the parts that hold (or stand for) an image."""

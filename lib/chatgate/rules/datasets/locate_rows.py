@@ -36,20 +36,20 @@ from typing import Any
 
 import pyarrow as pa
 
-from .checks import ChatCheck, LabelCheck, RowCheck, column_values, label_problem
-from .codes import first_reason, reason_rank
-from .conversation import COMPLETION, PROMPT, WHOLE
+from ..base.sizes import TOO_LARGE
+from ..base.values import common_prefix, same_value
+from ..check.checks import ChatCheck, LabelCheck, RowCheck, column_values, label_problem
+from ..check.codes import first_reason, reason_rank
+from ..conversation.conversation import COMPLETION, PROMPT, WHOLE
+from ..formats.messages import Read, image_total, messages_in, read_messages
+from ..formats.tools import declared_names
+from ..location.locate import locate_array, problems_of
+from ..location.sites import Problem, RowProblem, problems_in
 from .dataset_check import DatasetCheck
 from .dataset_types import IMPLICIT_PREFERENCE, OPENAI_PREFERENCE, PROMPT_ONLY
-from .formats import CONV, MISSING_VALUE, PARTS, STANDARD, TEXT
-from .locate import locate_array, problems_of
-from .locate_sites import Problem, RowProblem, problems_in
-from .messages import Read, image_total, messages_in, read_messages
 from .openai_preference import located
-from .sizes import TOO_LARGE
 from .standard import standard_problems
-from .tools import declared_names
-from .values import common_prefix, same_value
+from .value_formats import CONV, MISSING_VALUE, PARTS, STANDARD, TEXT
 
 
 def row_problems(check: RowCheck, row: Mapping[str, Any]) -> list[RowProblem]:

@@ -22,8 +22,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from .checks import column_values
-from .values import NOT_JSON, is_missing, is_sequence, parse_json
+from ..base.values import NOT_JSON, is_missing, is_sequence, parse_json
+from ..check.checks import column_values
 
 AUTO, CONVERSATIONAL, STANDARD = "auto", "conversational", "standard"
 FORMATS: tuple[str, ...] = (AUTO, CONVERSATIONAL, STANDARD)

@@ -39,10 +39,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .batch import check_array, python_values
-from .options import with_options
-from .reference import problem_of
-from .repair_fixes import (
+from ..base.sizes import TOO_LARGE
+from ..check.batch import check_array, python_values
+from ..check.options import with_options
+from ..check.reference import problem_of
+from ..conversation.spec import ChatFormat
+from ..trainers.profiles import format_from
+from .fixes import (
     DEFAULT_ROLE_MAP,
     REPAIR_PRESETS,
     REPAIRS,
@@ -53,8 +56,6 @@ from .repair_fixes import (
     context,
     message_shape,
 )
-from .sizes import TOO_LARGE
-from .spec import ChatFormat, format_from
 
 __all__ = [
     "DEFAULT_ROLE_MAP",

@@ -19,13 +19,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .codes import first_reason
-from .conversation import Conversation
-from .formats import CONV, MISSING_VALUE, PARTS, TEXT
-from .judge import active_rules
-from .parts import part_ok
-from .spec import ChatFormat
-from .values import blank_checker
+from ..base.values import blank_checker
+from ..check.codes import first_reason
+from ..check.judge import active_rules
+from ..conversation.conversation import Conversation
+from ..conversation.spec import ChatFormat
+from ..formats.parts import part_ok
+from .value_formats import CONV, MISSING_VALUE, PARTS, TEXT
 
 PART_FIELDS: dict[str, str] = {"prompt": "user", "completion": "assistant"}
 """The fields that may be lists of content parts (`standard_parts=True`), and the role each is judged as."""

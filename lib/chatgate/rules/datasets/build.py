@@ -31,8 +31,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .checks import ChatCheck, RowCheck
-from .codes import first_reason
+from ..check.checks import ChatCheck, RowCheck
+from ..check.codes import first_reason
+from ..conversation.spec import ChatFormat
+from ..trainers.profiles import format_from
 from .dataset_check import DatasetCheck
 from .dataset_types import (
     CHAT_FIELDS,
@@ -44,7 +46,8 @@ from .dataset_types import (
     detect_dataset_type,
     field_names,
 )
-from .formats import (
+from .openai_preference import OpenAIPreferenceCheck
+from .value_formats import (
     AUTO,
     CONVERSATIONAL,
     FORMATS,
@@ -53,8 +56,6 @@ from .formats import (
     majority_format,
     value_format,
 )
-from .openai_preference import OpenAIPreferenceCheck
-from .spec import ChatFormat, format_from
 
 # --- Construction ------------------------------------------------------------------
 

@@ -34,18 +34,18 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .codes import ALL_REASONS, first_reason
-from .conversation import COMPLETION, PROMPT, WHOLE
+from ..base.sizes import TOO_LARGE
+from ..base.values import blank_checker, is_missing
+from ..check.codes import ALL_REASONS, first_reason
+from ..check.judge import format_codes, judge
+from ..conversation.conversation import COMPLETION, PROMPT, WHOLE
+from ..conversation.spec import ChatFormat
+from ..formats.messages import Read, messages_in, read_messages
+from ..formats.tools import declared_names
+from ..location.sites import Problem, RowProblem, problems_in
 from .dataset_check import DatasetCheck
 from .dataset_types import OPENAI_PREFERENCE, TYPE_FIELDS
-from .formats import CONV, CONVERSATIONAL, MISSING_VALUE, STANDARD, classify
-from .judge import format_codes, judge
-from .locate_sites import Problem, RowProblem, problems_in
-from .messages import Read, messages_in, read_messages
-from .sizes import TOO_LARGE
-from .spec import ChatFormat
-from .tools import declared_names
-from .values import blank_checker, is_missing
+from .value_formats import CONV, CONVERSATIONAL, MISSING_VALUE, STANDARD, classify
 
 INPUT, PREFERRED, NON_PREFERRED = TYPE_FIELDS[OPENAI_PREFERENCE]
 OUTPUTS = (PREFERRED, NON_PREFERRED)

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from dataclasses import MISSING, dataclass, fields
 from typing import Any, TypeVar
 
-from .spec import ChatFormat, format_from
+from ..conversation.spec import ChatFormat
+from ..trainers.profiles import format_from
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -20,9 +20,9 @@ from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from .markers import MISSING
-from .spec import DEVELOPER_ROLE, FUNCTION_ROLE, SHAREGPT_ROLES, TOOL_ROLE, ChatFormat
-from .values import NOT_JSON, blank_checker, is_missing, is_sequence, parse_json
+from ..base.markers import MISSING
+from ..base.values import NOT_JSON, blank_checker, is_missing, is_sequence, parse_json
+from ..conversation.spec import DEVELOPER_ROLE, FUNCTION_ROLE, SHAREGPT_ROLES, TOOL_ROLE, ChatFormat
 
 DEFAULT_ROLE_MAP: dict[str, str] = {
     "human": "user",

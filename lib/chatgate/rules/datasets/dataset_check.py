@@ -7,9 +7,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .checks import RowCheck, label_problem
-from .codes import ALL_REASONS, first_reason
-from .conversation import COMPLETION, PROMPT, WHOLE
+from ..base.markers import TOO_LARGE_VALUE
+from ..base.sizes import TOO_LARGE, is_too_large
+from ..base.values import blank_checker, common_prefix, same_value
+from ..check.checks import RowCheck, label_problem
+from ..check.codes import ALL_REASONS, first_reason
+from ..check.judge import format_codes, judge
+from ..conversation.conversation import COMPLETION, PROMPT, WHOLE
+from ..conversation.spec import ChatFormat
+from ..formats.messages import Read, image_total, messages_in, read_messages
+from ..formats.tools import declared_names
 from .dataset_types import (
     DATASET_TYPES,
     IMPLICIT_PREFERENCE,
@@ -23,7 +30,8 @@ from .dataset_types import (
     UNPAIRED_PREFERENCE,
     field_names,
 )
-from .formats import (
+from .standard import PART_FIELDS, parts_codes, standard_problems
+from .value_formats import (
     AUTO,
     CONV,
     CONVERSATIONAL,
@@ -34,14 +42,6 @@ from .formats import (
     TEXT,
     classify,
 )
-from .judge import format_codes, judge
-from .markers import TOO_LARGE_VALUE
-from .messages import Read, image_total, messages_in, read_messages
-from .sizes import TOO_LARGE, is_too_large
-from .spec import ChatFormat
-from .standard import PART_FIELDS, parts_codes, standard_problems
-from .tools import declared_names
-from .values import blank_checker, common_prefix, same_value
 
 
 @dataclass(frozen=True)
