@@ -96,6 +96,12 @@ def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--since", metavar="last|N",
                    help="check only the rows inserted since the last complete run of this check (last), "
                    "or after Delta version N; a full run, saying why, where that can't be done")
+    p.add_argument("--stream", action="store_true", default=None,
+                   help="Spark: read the source as a Delta stream and check each micro-batch (needs --checkpoint)")
+    p.add_argument("--checkpoint", metavar="PATH", help="with --stream: where the stream keeps its progress")
+    p.add_argument("--trigger", metavar="WHEN",
+                   help="with --stream: available-now (the default: everything new, then stop) or an interval, "
+                   "such as '30 seconds'")
     p.add_argument("--column", dest="columns", action="append", metavar="NAME", help="chat column; repeat for more")
     add_check_flags(p)
     p.add_argument("--tools-column", dest="tools_column", help="the row's declared tools (with --tools)")
@@ -240,7 +246,15 @@ def run_from_args(args: argparse.Namespace) -> int:
     overrides = {k: v for k, v in vars(args).items() if k not in NOT_OVERRIDES}
 
     def job() -> int:
-        result = run(load_config(args.config, overrides))
+        config = load_config(args.config, overrides)
+        if config.stream is not None:
+            from .job.stream import run_stream
+            from .job.summary import format_stream_summary
+
+            streamed = run_stream(config)
+            print(format_stream_summary(streamed.batches, streamed.exit_status))
+            return streamed.exit_status
+        result = run(config)
         print(format_summary(result))
         return result.exit_status
 

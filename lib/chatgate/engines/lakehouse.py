@@ -54,6 +54,14 @@ class LakehouseEngine(Engine):
     ) -> Any:
         """`columns` of `table`, then each `renamed` column under its new name, then `constants`."""
 
+    def run_stream(
+        self, stream: Any, on_batch: Callable[[Any, int], None], checkpoint: str, trigger: str | None
+    ) -> None:
+        """Run `on_batch(rows, batch_id)` on each micro-batch of `stream`, keeping progress at
+        `checkpoint`: with `trigger` None, every batch available now, then return; else one batch
+        per interval ("30 seconds") until stopped. A replayed batch keeps its id."""
+        raise NotImplementedError(f"the {self.name} engine runs no stream")
+
     def explain(self, error: BaseException) -> ChatgateError | None:
         """A one-line error for a failure this engine recognises (out of memory, a full disk
         where it spills), naming the cause and the setting to change; None for any other.

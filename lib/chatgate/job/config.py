@@ -6,6 +6,8 @@ a typo fails at start-up with the key's name, not an hour into the run.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 import secrets
 import unicodedata
@@ -89,6 +91,36 @@ class OutputConfig:
     fixed: str | None = None
 
 
+AVAILABLE_NOW = "available-now"
+_INTERVAL = re.compile(r"\d+(\.\d+)?\s*(milliseconds?|ms|seconds?|s|minutes?|min|hours?|h)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class StreamConfig:
+    """A Structured Streaming run: where the stream keeps its progress, and when it reads."""
+
+    checkpoint: str
+    trigger: str = AVAILABLE_NOW
+    """available-now: everything new, in micro-batches, then stop; or an interval ("30 seconds")."""
+
+    def __post_init__(self) -> None:
+        if not str(self.checkpoint).strip():
+            raise ConfigError("checkpoint: name where the stream keeps its progress (--checkpoint PATH)")
+        if self.trigger != AVAILABLE_NOW and not _INTERVAL.fullmatch(str(self.trigger).strip()):
+            raise ConfigError(
+                f"trigger: {self.trigger!r} is neither {AVAILABLE_NOW!r} nor an interval such as '30 seconds'"
+            )
+
+    def location(self) -> str:
+        """The checkpoint as a path or URL (never a catalog name)."""
+        text = str(self.checkpoint)
+        return text if "://" in text or text.startswith("file:") else os.path.abspath(text)
+
+    def stream_id(self) -> str:
+        """The stream's id when none is given: the same for every restart from this checkpoint."""
+        return "stream-" + hashlib.sha256(self.location().encode("utf-8")).hexdigest()[:12]
+
+
 @dataclass(frozen=True)
 class JobConfig:
     source: str
@@ -108,6 +140,8 @@ class JobConfig:
     fix: tuple[str, ...] = ()
     """The repairs and presets of --fix, as given (empty: no repairs); they apply in their own order."""
     valid_includes_fixed: bool = False
+    stream: StreamConfig | None = None
+    """Read the source as a Delta stream and check each micro-batch (Spark's Structured Streaming)."""
 
     def __post_init__(self) -> None:
         chosen = backend(self.engine)
@@ -120,7 +154,7 @@ class JobConfig:
                 "columns: name at least one chat column to check (--column NAME), or a dataset type"
             )
         if not self.run_id:
-            object.__setattr__(self, "run_id", new_run_id())
+            object.__setattr__(self, "run_id", self.stream.stream_id() if self.stream else new_run_id())
         check_run_id(self.run_id)
         if chosen.engine != "duckdb" and self.embedded.settings():
             given = ", ".join(self.embedded.settings())
@@ -139,7 +173,17 @@ class JobConfig:
             raise ConfigError("fix: name the repairs that make the fixed table (--fix safe, or a list of repairs)")
         if self.valid_includes_fixed and not (self.fix and self.outputs.valid):
             raise ConfigError("valid_includes_fixed: needs both --fix and --valid")
-        check_locations(self.tables(), catalog_names=chosen.catalog)
+        if self.stream is not None:
+            self._check_stream(chosen.streams)
+        checkpoint = [("checkpoint", self.stream.location())] if self.stream else []
+        check_locations([*self.tables(), *checkpoint], catalog_names=chosen.catalog)
+
+    def _check_stream(self, streams: bool) -> None:
+        if not streams:
+            raise ConfigError(f"stream: the {self.engine} engine reads no stream; use --engine spark (Structured Streaming)")
+        if self.since is not None or self.source_version is not None:
+            which = "since" if self.since is not None else "source_version"
+            raise ConfigError(f"{which}: a stream reads what is new by its checkpoint; leave {which} out with --stream")
 
     def tables(self) -> list[tuple[str, str]]:
         """The source, then each output: `(role, target)`."""
@@ -164,7 +208,7 @@ def new_run_id() -> str:
 
 TOP_KEYS = {
     "source", "source_version", "since", "engine", "columns", "dataset", "checks", "outputs", "thresholds", "run_id", "dedup",
-    "embedded", "fix", "valid_includes_fixed", "turns",
+    "embedded", "fix", "valid_includes_fixed", "turns", "stream", "checkpoint", "trigger",
 }
 _OUTPUT_KEYS = ("quarantine", "summary", "valid", "fixed")
 _EMBEDDED_KEYS = ("memory_limit", "threads", "temp_directory")
@@ -233,7 +277,7 @@ def build_config(raw: dict[str, Any], overrides: dict[str, Any]) -> JobConfig:
         outputs=_outputs(outputs),
         dataset=_dataset(dataset, checks) if dataset else None,
         engine=_given(overrides, raw, "engine", DEFAULT_BACKEND),
-        run_id=new_run_id() if run_id is _UNSET or run_id is None else _named_text("run_id", run_id),
+        run_id="" if run_id is _UNSET or run_id is None else _named_text("run_id", run_id),
         source_version=_source_version(_given(overrides, raw, "source_version")),
         since=_since(_given(overrides, raw, "since")),
         thresholds=_thresholds(thresholds),
@@ -242,6 +286,7 @@ def build_config(raw: dict[str, Any], overrides: dict[str, Any]) -> JobConfig:
         turns=_given(overrides, raw, "turns", "first"),
         fix=_fix(_given(overrides, raw, "fix")),
         valid_includes_fixed=_flag("valid_includes_fixed", _given(overrides, raw, "valid_includes_fixed", False)),
+        stream=_stream(raw, overrides),
     )
 
 
@@ -307,6 +352,19 @@ def _source_version(value: Any) -> int | None:
     if isinstance(value, bool) or not re.fullmatch(r"\d+", text):
         raise ConfigError(f"source_version: {value!r} isn't a Delta version (0, 1, 2, ...)")
     return int(text)
+
+
+def _stream(raw: dict[str, Any], overrides: dict[str, Any]) -> StreamConfig | None:
+    streaming = _flag("stream", _given(overrides, raw, "stream", False))
+    checkpoint, trigger = _given(overrides, raw, "checkpoint"), _given(overrides, raw, "trigger")
+    if not streaming:
+        given = "checkpoint" if checkpoint is not None else "trigger" if trigger is not None else None
+        if given is not None:
+            raise ConfigError(f"{given}: is for a stream; add --stream (stream: true), or leave {given} out")
+        return None
+    if checkpoint is None:
+        raise ConfigError("checkpoint: name where the stream keeps its progress (--checkpoint PATH)")
+    return StreamConfig(_named_text("checkpoint", checkpoint), AVAILABLE_NOW if trigger is None else str(trigger))
 
 
 def _since(value: Any) -> str | int | None:

@@ -35,6 +35,8 @@ class Backend:
     """Builds the store from the engine (its connection or session)."""
     catalog: bool = False
     """Names without a "/" are catalog tables (db.chats), not paths."""
+    streams: bool = False
+    """The engine runs a stream of micro-batches (--stream)."""
 
 
 def _duckdb(embedded: EmbeddedConfig) -> LakehouseEngine:
@@ -70,7 +72,7 @@ BACKENDS = {
         "duckdb", "deltalake", "one machine, no JVM: Ibis over DuckDB, Delta through deltalake", _duckdb, _deltalake
     ),
     "spark": Backend(
-        "spark", "delta-spark", "Spark (local or a cluster), Delta through delta-spark", _spark, _delta_spark, catalog=True
+        "spark", "delta-spark", "Spark (local or a cluster), Delta through delta-spark", _spark, _delta_spark, catalog=True, streams=True
     ),
 }
 

@@ -109,10 +109,17 @@ def run(config: JobConfig, engine: LakehouseEngine | None = None) -> RunResult:
 
 
 def _run(config: JobConfig, lake: Lakehouse) -> RunResult:
-    engine = lake.engine
     started_at = datetime.now(timezone.utc)
     table, source_version = lake.store.open_source(config.source, config.source_version)
-    source_columns = engine.columns(table)
+    source_columns = lake.engine.columns(table)
+    checks = prepared_checks(config, lake, source_columns)
+    table, read = _rows_to_read(lake.store, config, table, source_version, checks)
+    return check_rows(config, lake, checks, (table, source_columns), source_version, read, started_at)
+
+
+def prepared_checks(config: JobConfig, lake: Lakehouse, source_columns: list[str]) -> list[RowCheck]:
+    """The run's checks, each checked against the source's columns, and its outputs against
+    the columns they will get: everything that needs no data, before the check pass reads any."""
     checks = row_checks(config, source_columns)
     for check in checks:
         preflight(
@@ -122,10 +129,25 @@ def _run(config: JobConfig, lake: Lakehouse) -> RunResult:
             prefix=STEP_REASON_PREFIX,
             table=f"the source {config.source!r}",
         )
-    # Everything about the outputs that needs no data, before the check pass reads any.
     check_targets(lake.store, config, source_columns)
-    table, read = _rows_to_read(lake.store, config, table, source_version, checks)
+    return checks
 
+
+def check_rows(
+    config: JobConfig,
+    lake: Lakehouse,
+    checks: list[RowCheck],
+    rows: tuple[Any, list[str]],
+    source_version: int | None,
+    read: ReadScope,
+    started_at: datetime,
+    *,
+    hints: bool = True,
+) -> RunResult:
+    """Judge the rows this run reads (a table, and the source's columns it writes out) step by step,
+    then write the run's outputs and summary."""
+    engine = lake.engine
+    table, source_columns = rows
     annotated = table
     results: list[StepResult] = []
     for n, check in enumerate(checks, start=1):
@@ -167,11 +189,7 @@ def _run(config: JobConfig, lake: Lakehouse) -> RunResult:
                 _count_fixes(engine, repaired, plan, results)
             summary_steps = results + ([table_step] if table_step else [])
             counts = write_outputs(lake, config, outputs, summary_steps, started_at, source_version, read)
-        try:
-            hints = run_hints(engine, annotated, results, checks)
-        except Exception:  # noqa: BLE001 - the run is written; a hint that can't be made is only logged
-            log.exception("could not look for a better option to suggest")
-            hints = []
+        found = _hints(engine, annotated, results, checks) if hints else []
     return RunResult(
         config=config,
         started_at=started_at,
@@ -181,8 +199,16 @@ def _run(config: JobConfig, lake: Lakehouse) -> RunResult:
         quarantined=counts["quarantine"],
         valid=counts.get("valid"),
         fixed=counts.get("fixed"),
-        hints=hints,
+        hints=found,
     )
+
+
+def _hints(engine: LakehouseEngine, annotated: Any, results: list[StepResult], checks: list[RowCheck]) -> list[str]:
+    try:
+        return run_hints(engine, annotated, results, checks)
+    except Exception:  # noqa: BLE001 - the run is written; a hint that can't be made is only logged
+        log.exception("could not look for a better option to suggest")
+        return []
 
 
 def _rows_to_read(

@@ -74,3 +74,19 @@ def _fixes(result: RunResult) -> str:
         for name, count in (step.fixes or {}).items():
             total[name] = total.get(name, 0) + count
     return ", ".join(f"{name} {count:,}" for name, count in sorted(total.items())) or "no repair applied"
+
+
+def format_stream_summary(batches: list[RunResult], status: int) -> str:
+    """One line per micro-batch a stream checked, then the stream's status (the worst batch's)."""
+    if not batches:
+        return "chatgate stream: no new rows since the checkpoint; nothing checked\nstatus: 0 (nothing to check)"
+    lines = []
+    for batch in batches:
+        units = batch.steps[0].judged.units if batch.steps else 0
+        lines.append(
+            f"run {batch.config.run_id}: {units:,} rows checked, {batch.quarantined:,} quarantined, status {batch.exit_status}"
+        )
+    rows = sum(b.steps[0].judged.units for b in batches if b.steps)
+    lines.append(f"chatgate stream: {len(batches)} micro-batches, {rows:,} rows checked")
+    lines.append(f"status: {status} ({STATUS_TEXT.get(status, 'failed')})")
+    return "\n".join(lines)

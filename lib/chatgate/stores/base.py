@@ -54,6 +54,12 @@ class TableStore(ABC):
         """
 
 
+    def open_stream(self, source: str) -> Any:
+        """The source as a stream of the rows each new commit adds (Structured Streaming), read
+        from where its checkpoint left off when the engine starts it. Only stores whose engine
+        streams have it (their backend says `streams`)."""
+        raise ConfigError(f"the {self.name} store reads no stream of {source!r}")
+
     @abstractmethod
     def target_columns(self, target: str) -> list[str] | None:
         """The columns of the output Delta table at `target`, None when there's none yet.

@@ -64,6 +64,12 @@ class DeltaSparkStore(TableStore):
         except Exception as exc:  # noqa: BLE001
             raise self._source_error(source, exc) from exc
 
+    def open_stream(self, source: str) -> Any:
+        try:
+            return self._load(self.spark.readStream.format("delta"), source)
+        except Exception as exc:  # noqa: BLE001 - Spark's analysis errors name no source
+            raise self._source_error(source, exc) from exc
+
     def _source_error(self, source: str, error: Exception) -> ChatgateError:
         """One line for a source Spark can't read: a dead JVM, a corrupt log, else Spark's message and cause."""
         dead = self.failure(error)

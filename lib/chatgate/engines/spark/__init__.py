@@ -272,6 +272,31 @@ class SparkEngine(LakehouseEngine):
     def concat(self, tables: list[DataFrame]) -> DataFrame:
         return functools.reduce(DataFrame.unionByName, tables)
 
+    def run_stream(
+        self, stream: DataFrame, on_batch: Callable[[DataFrame, int], None], checkpoint: str, trigger: str | None
+    ) -> None:
+        failed: list[BaseException] = []
+
+        def each(rows: DataFrame, batch_id: int) -> None:
+            try:
+                on_batch(rows, batch_id)
+            except BaseException as error:
+                failed.append(error)  # raised as it was once the query stops, not as Spark's wrapping of it
+                raise
+
+        writer = stream.writeStream.foreachBatch(each).option("checkpointLocation", checkpoint)
+        writer = writer.trigger(availableNow=True) if trigger is None else writer.trigger(processingTime=trigger)
+        query = writer.start()
+        try:
+            query.awaitTermination()
+        except Exception:
+            if failed:
+                raise failed[0] from None
+            raise
+        finally:
+            if query.isActive:
+                query.stop()
+
     @contextmanager
     def reused(self, table: DataFrame, *, small: bool = False) -> Iterator[DataFrame]:
         # Kept on the executors (spilling to their disks), never on the driver.
