@@ -286,3 +286,366 @@ def json_text(value: Any, raw: bool, ensure_ascii: bool = False) -> str | None:
     if raw or value is None:
         return value
     return json.dumps(value, ensure_ascii=ensure_ascii)
+
+
+# --- Conversations for the plain reference's areas (tests/test_oracle_*.py) -----------------------
+#
+# Mostly plausible conversations of each area (tool calling, Harmony, ShareGPT, images, the
+# trainers' profiles), then a few mutations each, so that every rule is reached and broken.
+
+NAMES = ["f", "g"]
+CALL_IDS = ["c1", "c2", 1]
+GOOD_ARGUMENTS = st.sampled_from([{}, {"x": 1}, "{}", '{"x": 1}'])
+BAD_ARGUMENTS = st.sampled_from(["[1]", "x", 5, ""])
+
+
+@st.composite
+def tool_call_items(draw, ids: bool) -> Any:
+    """One entry of a `tool_calls` list: mostly well formed, else broken in one way."""
+    call: Any = {"type": "function", "function": {"name": draw(st.sampled_from(NAMES))}}
+    call["function"]["arguments"] = draw(GOOD_ARGUMENTS)
+    if ids:
+        call["id"] = draw(st.sampled_from(CALL_IDS))
+    kind = draw(st.integers(0, 70))
+    if kind == 1:
+        del call["type"]
+    elif kind == 2:
+        call["type"] = "custom"
+    elif kind == 3:
+        call["function"]["name"] = draw(st.sampled_from(["", " ", 3]))
+    elif kind == 4:
+        call["function"]["arguments"] = draw(BAD_ARGUMENTS)
+    elif kind == 5:
+        del call["function"]["arguments"]
+    elif kind == 6:
+        call = {"name": call["function"]["name"], "arguments": {}}
+    elif kind == 7:
+        call = draw(st.sampled_from(["f()", 3, ["f"]]))
+    elif kind == 8:
+        call["id"] = draw(st.sampled_from([True, 2.5, ["c1"]]))
+    return call
+
+
+def tool_call_lists(ids: bool):
+    calls = st.lists(tool_call_items(ids), min_size=1, max_size=3)
+    return st.one_of(*[calls] * 9, st.sampled_from([None, [], "f()", {}, {"f": 1}]))
+
+
+@st.composite
+def tool_answers(draw, calls: Any, tag: str = "tool") -> list:
+    """Tool messages after a call: as many as the calls, give or take one, with ids and names
+    that mostly match."""
+    count = len(calls) if isinstance(calls, list) else 1
+    out = []
+    for _ in range(max(0, count + draw(st.sampled_from([0, 0, 0, -1, 1])))):
+        answer: dict[str, Any] = {"role": tag, "content": draw(st.sampled_from(["r", "r", "", None]))}
+        if draw(st.integers(0, 2)) == 0:
+            answer["tool_call_id"] = draw(st.sampled_from([*CALL_IDS, "c9", True]))
+        if draw(st.integers(0, 2)) == 0:
+            answer["name"] = draw(st.sampled_from([*NAMES, "h", 3]))
+        out.append(answer)
+    return out
+
+
+REPLIES = st.sampled_from(["Sure.", "Sure.", "Sure.", "", " ", None, [{"type": "text", "text": "ok"}]])
+
+
+@st.composite
+def tool_chats(draw) -> list:
+    """A conversation of tool calling: rounds of a user turn, calls and their answers, a reply."""
+    out: list[Any] = []
+    if draw(st.booleans()):
+        out.append({"role": "system", "content": "Use tools."})
+    ids = draw(st.booleans())
+    for _ in range(draw(st.integers(0, 3))):
+        out.append({"role": "user", "content": draw(st.sampled_from(["Turn it on.", "Hi", ""]))})
+        while draw(st.integers(0, 1)) == 0:
+            calls = draw(tool_call_lists(ids))
+            call: dict[str, Any] = {"role": "assistant", "tool_calls": calls}
+            content = draw(st.sampled_from([None, "", "On it.", ...]))
+            if content is not ...:
+                call["content"] = content
+            out.append(call)
+            out += draw(tool_answers(calls))
+        if draw(st.integers(0, 3)):
+            out.append({"role": "assistant", "content": draw(REPLIES)})
+    return out
+
+
+@st.composite
+def harmony_chats(draw, key: str = "thinking") -> list:
+    """Harmony: a system message and a developer message leading, thinking beside the replies."""
+    out: list[Any] = []
+    lead = draw(st.sampled_from([[], ["system"], ["developer"], ["system", "developer"], ["developer", "system"]]))
+    out += [{"role": role, "content": "Be kind."} for role in lead]
+    for _ in range(draw(st.integers(0, 3))):
+        out.append({"role": "user", "content": draw(st.sampled_from(["Why?", "Why?", ""]))})
+        reply: dict[str, Any] = {"role": "assistant", "content": draw(REPLIES)}
+        if draw(st.integers(0, 2)):
+            reply[key] = draw(st.sampled_from(["Deep reflection...", "Deep reflection...", "", 5, None, ["x"]]))
+        out.append(reply)
+    if draw(st.integers(0, 3)) == 0:  # a developer message, or thinking, where it doesn't belong
+        message = draw(st.sampled_from([{"role": "developer", "content": "Later."}, {"role": "user", "content": "Hm", key: "x"}]))
+        out.insert(draw(st.integers(0, len(out))), message)
+    return out
+
+
+SHAREGPT_CALLS = st.sampled_from(
+    [
+        '{"name": "f", "arguments": {"q": "rice"}}',
+        '{"name": "g", "arguments": "{}"}',
+        '[{"name": "f", "arguments": {}}, {"name": "g", "arguments": {}}]',
+        {"name": "f", "arguments": {}},
+        "search(rice)",
+        '{"name": "f"}',
+        '{"name": "", "arguments": {}}',
+        "[]",
+        "",
+    ]
+)
+
+
+@st.composite
+def sharegpt_chats(draw) -> Any:
+    """ShareGPT: from/value messages (human, gpt, system, function_call, observation), as a list,
+    under "conversations", or one message object."""
+    out: list[Any] = []
+    if draw(st.booleans()):
+        out.append({"from": "system", "value": "Be brief."})
+    for _ in range(draw(st.integers(0, 3))):
+        out.append({"from": draw(st.sampled_from(["human", "human", "human", "user", "bot"])), "value": "Hi"})
+        if draw(st.integers(0, 2)) == 0:
+            value = draw(SHAREGPT_CALLS)
+            out.append({"from": "function_call", "value": value})
+            count = 2 if isinstance(value, str) and value.startswith("[{") else 1
+            for _ in range(count + draw(st.sampled_from([0, 0, -1, 1]))):
+                out.append({"from": "observation", "value": draw(st.sampled_from(["{}", "r", ""]))})
+        out.append({"from": draw(st.sampled_from(["gpt", "gpt", "assistant", "model"])), "value": draw(REPLIES)})
+    shape = draw(st.integers(0, 5))
+    if shape == 0:
+        return {"conversations": out}
+    if shape == 1 and out:
+        return out[-1]
+    return out
+
+
+def data_url(kind: str, size: int) -> str:
+    import base64
+
+    return f"data:image/{kind};base64," + base64.b64encode(b"\x89" * size).decode()
+
+
+IMAGE_URLS = st.one_of(
+    st.builds(data_url, st.sampled_from(["png", "jpeg", "webp"]), st.integers(1, 12)),
+    st.builds(data_url, st.sampled_from(["png", "jpeg", "webp"]), st.integers(1, 12)),
+    st.sampled_from(["https://x/y.png", "data:image/gif;base64,AAAA", "data:image/png;base64,AAA", "", None]),
+)
+TEXTS_WITH_TOKENS = st.sampled_from(["What is it?", "<image> What is it?", "<image><image>", "What?", " "])
+
+
+@st.composite
+def image_contents(draw, text_key: str = "text") -> Any:
+    """A content of parts (text, image, image_url; sometimes odd), or text holding image tokens."""
+    if draw(st.integers(0, 3)) == 0:
+        return draw(TEXTS_WITH_TOKENS)
+    text = st.builds(lambda text: {"type": "text", text_key: text}, TEXTS_WITH_TOKENS)
+    image = st.builds(lambda url: {"type": "image_url", "image_url": {"url": url}}, IMAGE_URLS)
+    odd = st.sampled_from([{"type": "input_audio"}, {"type": "text", "text": 5}, {"text": "x"}, "look"])
+    part = st.one_of(text, text, text, st.just({"type": "image"}), image, image, odd)
+    return draw(st.lists(part, min_size=draw(st.sampled_from([0, 1, 1, 1])), max_size=3))
+
+
+@st.composite
+def image_chats(draw, text_key: str = "text") -> list:
+    out: list[Any] = []
+    if draw(st.booleans()):
+        out.append({"role": "system", "content": "Describe images."})
+    for _ in range(draw(st.integers(1, 3))):
+        out.append({"role": "user", "content": draw(image_contents(text_key))})
+        reply = draw(image_contents(text_key)) if draw(st.integers(0, 3)) == 0 else "A cat."
+        out.append({"role": "assistant", "content": reply})
+    return out
+
+
+ROW_IMAGES = st.sampled_from([None, [], ["a"], ["a", "b"], ["a", "b", "c"], '["a"]', "a", 3, [None]])
+TOOLS_COLUMN = st.sampled_from(
+    [
+        None,
+        [],
+        [{"type": "function", "function": {"name": "f", "parameters": {}}}],
+        [{"type": "function", "function": {"name": "f"}}, {"name": "g", "parameters": {}}],
+        '[{"type": "function", "function": {"name": "g"}}]',
+        '[{"name": "f"}, {"name": "g"}]',
+        "[]",
+        "f",
+        {"name": "f"},
+        [5],
+        [{"function": {"name": ""}}],
+    ]
+)
+
+MUTANT_ROLES = ["system", "user", "assistant", "tool", "developer", "function", "bot", "observation", None, 5]
+MUTANT_CONTENTS = ["Hi", "", " ", None, 5, [], {"text": "x"}, [{"type": "image"}]]
+MUTANT_EXTRAS = {
+    "tool_calls": st.one_of(tool_call_lists(False), tool_call_lists(True)),
+    "tool_call_id": st.sampled_from([*CALL_IDS, "c9"]),
+    "name": st.sampled_from([*NAMES, "h"]),
+    "thinking": st.sampled_from(["hm", 5, None]),
+    "weight": st.sampled_from([0, 1, 2, True, 1.0, None]),
+    "function_call": st.sampled_from([{"name": "f", "arguments": "{}"}, {"arguments": "{}"}, "f", None]),
+    "refusal": st.sampled_from(["No.", None]),
+    "foo": st.sampled_from([1, None]),
+}
+
+
+@st.composite
+def mutated(draw, chat, role_key: str = "role", content_key: str = "content", most: int = 2) -> Any:
+    """A drawn conversation with up to `most` mutations: a role, a content or an extra key changed,
+    a message dropped, repeated or replaced by a non-message."""
+    value = draw(chat)
+    messages = value.get("conversations", value) if isinstance(value, dict) else value
+    if not isinstance(messages, list) or not messages:
+        return value
+    for _ in range(draw(st.integers(0, most))):
+        i = draw(st.integers(0, len(messages) - 1))
+        if not isinstance(messages[i], dict):
+            continue
+        kind = draw(st.integers(0, 9))
+        if kind <= 1:
+            messages[i] = {**messages[i], role_key: draw(st.sampled_from(MUTANT_ROLES))}
+        elif kind <= 3:
+            messages[i] = {**messages[i], content_key: draw(st.sampled_from(MUTANT_CONTENTS))}
+        elif kind <= 6:
+            key = draw(st.sampled_from(sorted(MUTANT_EXTRAS)))
+            messages[i] = {**messages[i], key: draw(MUTANT_EXTRAS[key])}
+        elif kind == 7:
+            del messages[i]
+        elif kind == 8:
+            messages.insert(i, dict(messages[i]))
+        else:
+            messages[i] = draw(st.sampled_from(["Hi", 3, None]))
+        if not messages:
+            break
+    return value
+
+
+# --- Rows of the TRL dataset types -------------------------------------------------------------
+
+DATASET_FIELDS = {
+    "prompt_only": ["prompt"],
+    "prompt_completion": ["prompt", "completion"],
+    "preference": ["prompt", "chosen", "rejected"],
+    "implicit_preference": ["chosen", "rejected"],
+    "unpaired_preference": ["prompt", "completion", "label"],
+}
+STANDARD_VALUES = st.sampled_from(["The sky is", "The sky is blue.", " blue.", " green.", "", " ", "[x", "5"])
+ODD_VALUES = st.sampled_from([None, None, 5, [], {"a": 1}, "[1]", '{"messages": 3}'])
+
+
+@st.composite
+def prompts(draw, tools: bool = False) -> list:
+    """A conversational prompt: mostly ends with a user turn (or a tool answer)."""
+    out: list[Any] = []
+    if draw(st.integers(0, 3)) == 0:
+        out.append({"role": "system", "content": "Be brief."})
+    if draw(st.integers(0, 3)) == 0:
+        out += [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]
+    out.append({"role": "user", "content": draw(st.sampled_from(["What color is the sky?", "Sky?"]))})
+    if tools and draw(st.booleans()):
+        out.append({"role": "assistant", "content": None, "tool_calls": [
+            {"type": "function", "function": {"name": draw(st.sampled_from(NAMES)), "arguments": {}}}]})
+        out.append({"role": "tool", "content": "blue"})
+    if draw(st.integers(0, 7)) == 0:  # a prompt that doesn't end with a user turn
+        out.append({"role": draw(st.sampled_from(["assistant", "system"])), "content": "Well?"})
+    return out
+
+
+@st.composite
+def answers(draw, tools: bool = False) -> list:
+    """A conversational completion: mostly the assistant's turns (calls and answers with tools)."""
+    out: list[Any] = []
+    if tools and draw(st.booleans()):
+        out.append({"role": "assistant", "content": None, "tool_calls": [
+            {"type": "function", "function": {"name": draw(st.sampled_from(NAMES)), "arguments": {}}}]})
+        out.append({"role": "tool", "content": "blue"})
+    out.append({"role": "assistant", "content": draw(st.sampled_from(["It is blue.", "It is green.", "Blue."]))})
+    if draw(st.integers(0, 7)) == 0:  # a completion holding another turn than the assistant's
+        out.insert(draw(st.integers(0, len(out))), {"role": draw(st.sampled_from(["user", "system"])), "content": "And?"})
+    return out
+
+
+def dataset_values(conversation):
+    """A field's value: conversational (as drawn, mutated, or its JSON text), standard, or odd."""
+    value = mutated(conversation, most=1)
+    return st.one_of(value, value, value, value.map(json.dumps), value, STANDARD_VALUES, ODD_VALUES)
+
+
+@st.composite
+def dataset_rows(draw, kind: str, tools: bool = False) -> dict:
+    """A row of a TRL dataset type, of one format mostly (conversational two times in three),
+    with values broken now and then, and `tools`/`images` columns sometimes."""
+    conversational = draw(st.integers(0, 2)) > 0
+    pick = {"prompt": prompts(tools), "completion": answers(tools), "chosen": answers(tools)}
+    pick["rejected"] = answers(tools)
+    if kind == "implicit_preference":
+        shared = draw(prompts(tools))
+        pick["chosen"] = answers(tools).map(lambda a: shared + a)
+        pick["rejected"] = answers(tools).map(lambda a: shared + a)
+    row: dict[str, Any] = {}
+    for name in DATASET_FIELDS[kind]:
+        if name == "label":
+            row[name] = draw(st.sampled_from([True, False, True, None, "true", 1]))
+        elif draw(st.integers(0, 4)) == 0:
+            row[name] = draw(dataset_values(pick[name]))
+        elif conversational:
+            row[name] = draw(pick[name])
+        else:
+            row[name] = draw(STANDARD_VALUES)
+    if kind == "implicit_preference" and not conversational and draw(st.booleans()):
+        shared = draw(st.sampled_from(["The sky is", "The sky", ""]))
+        row["chosen"], row["rejected"] = (shared + draw(st.sampled_from([" blue.", " green.", ""])) for _ in "cr")
+    if "rejected" in row and draw(st.integers(0, 5)) == 0:
+        row["rejected"] = row["chosen"]
+    if draw(st.integers(0, 3)) == 0:
+        row["tools"] = draw(TOOLS_COLUMN)
+    if draw(st.integers(0, 4)) == 0:
+        row["images"] = draw(ROW_IMAGES)
+    return row
+
+
+@st.composite
+def openai_preference_rows(draw, tools: bool = False) -> dict:
+    """A row of OpenAI's preference format: mostly `{"messages": [...]}` inputs and one-message
+    outputs, each broken now and then (a bare list, a missing or odd key, two messages, a tool's)."""
+    messages: Any = draw(mutated(prompts(tools), most=1))
+    shape = draw(st.integers(0, 12))
+    if shape == 0:
+        value: Any = messages
+    elif shape == 1:
+        value = {"msgs": messages}
+    elif shape == 2:
+        value = draw(st.sampled_from([None, "not json", 5, '"x"', {"messages": "[]"}]))
+    else:
+        value = {"messages": messages}
+        if draw(st.integers(0, 3)) == 0:
+            value["parallel_tool_calls"] = draw(st.sampled_from([True, False, None, "yes", 1]))
+        if draw(st.integers(0, 2)) == 0:
+            value["tools"] = draw(TOOLS_COLUMN)
+    row = {"input": draw(st.sampled_from([value, value, json.dumps(value)]))}
+    for output_name in ("preferred_output", "non_preferred_output"):
+        output: Any = [{"role": "assistant", "content": draw(st.sampled_from(["Blue.", "Green.", ""]))}]
+        if tools and draw(st.integers(0, 3)) == 0:
+            output[0]["tool_calls"] = [{"type": "function", "function": {"name": draw(st.sampled_from(NAMES)), "arguments": {}}}]
+        shape = draw(st.integers(0, 14))
+        if shape == 0:
+            output = output[0]
+        elif shape == 1:
+            output = output * 2
+        elif shape == 2:
+            output = draw(st.sampled_from([[], None, "x", {"messages": output}]))
+        elif shape == 3:
+            output = [{**output[0], "role": draw(st.sampled_from(["user", "tool", "system", "bot"]))}]
+        elif shape == 4:
+            output = draw(mutated(st.just(output), most=1))
+        row[output_name] = draw(st.sampled_from([output, json.dumps(output)]))
+    return row
