@@ -538,7 +538,7 @@ DATASET_FIELDS = {
     "implicit_preference": ["chosen", "rejected"],
     "unpaired_preference": ["prompt", "completion", "label"],
 }
-STANDARD_VALUES = st.sampled_from(["The sky is", "The sky is blue.", " blue.", " green.", "", " ", "[x", "5"])
+STANDARD_VALUES = st.sampled_from(["The sky is", "The sky is blue.", " blue.", " green.", "", " ", "[x", " {x", "5"])
 ODD_VALUES = st.sampled_from([None, None, 5, [], {"a": 1}, "[1]", '{"messages": 3}'])
 
 
@@ -599,6 +599,8 @@ def dataset_rows(draw, kind: str, tools: bool = False) -> dict:
             row[name] = draw(dataset_values(pick[name]))
         elif conversational:
             row[name] = draw(pick[name])
+        elif name in ("prompt", "completion") and draw(st.integers(0, 3)) == 0:
+            row[name] = draw(image_contents())  # parts, as standard text with standard_parts=True
         else:
             row[name] = draw(STANDARD_VALUES)
     if kind == "implicit_preference" and not conversational and draw(st.booleans()):

@@ -29,6 +29,10 @@ but for its last role, may also be read as a prompt only, to which the rules tha
 or look for roles in a whole conversation (`min_messages=`, `require_roles=`, the sample's
 turns) don't apply.
 
+With `standard_parts=True` and `content_types="text"` (strings only), a prompt or completion
+that is a list of parts may be refused (`bad_content_type`) or let through as standard_parts
+allows: the two options contradict each other there.
+
 An implicit preference whose shared start doesn't end with a user turn (or a tool turn
 with tools=True) is `implicit_prompt`, as the README says ("no shared prompt ending on a
 user turn, or nothing after it"); each goes on after it with the assistant's turns
@@ -39,12 +43,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .conversation import COMPLETION, ORDER, PROMPT, WHOLE, judge_all, messages_of, plain_answers
+from .conversation import COMPLETION, ORDER, PROMPT, RULES, WHOLE, Conversation, judge_all, messages_of, plain_answers
 from .conversation import ends_a_prompt as role_ends_a_prompt
 from .options import resolve
 from .parts import row_images
 from .tools import declared_names
-from .values import is_list, is_missing, is_text, plain, read_json
+from .values import NOT_JSON, is_blank, is_list, is_missing, is_text, plain, read_json
 
 FIELDS = {
     "language_modeling": ("messages",),
@@ -96,19 +100,36 @@ def plain_chat_row(row, column="messages", tools_column=None, images_column=None
 # --- The rows of a dataset type ---------------------------------------------------------------------
 
 
-def classify(value):
-    """("missing" | "conv" | "text" | "other", decoded value): JSON text of a list or an object
-    is a conversation; other text (JSON or not) is standard text."""
+PARTS_FIELDS = ("prompt", "completion")
+"""The fields that may be a list of content parts, as standard text (`standard_parts=True`)."""
+
+
+def is_parts(value, o):
+    """A list of content parts rather than of messages: some item is a mapping with a string
+    `type`, and none is a mapping with a role."""
+    items = [item for item in value if isinstance(item, Mapping)] if is_list(value) else []
+    return any(isinstance(i.get("type"), str) for i in items) and not any(o.role_key in i for i in items)
+
+
+def classify(value, field, o):
+    """("missing" | "conv" | "text" | "parts" | "broken" | "other", decoded value): JSON text of a
+    list or an object is a conversation (or, in a prompt or completion with standard_parts=True,
+    a list of parts); text that starts like JSON but isn't JSON is broken; other text is text."""
     if is_missing(value):
         return "missing", None
     if is_text(value):
         decoded = read_json(value)
         if isinstance(decoded, (list, dict)):
-            return "conv", decoded
-        return "text", value
-    if is_list(value) or isinstance(value, Mapping):
-        return "conv", value
-    return "other", value
+            value = decoded
+        elif decoded is NOT_JSON and str(value).lstrip()[:1] in ("[", "{"):
+            return "broken", value
+        else:
+            return "text", value
+    elif not (is_list(value) or isinstance(value, Mapping)):
+        return "other", value
+    if o.standard_parts and field in PARTS_FIELDS and is_parts(value, o):
+        return "parts", value
+    return "conv", value
 
 
 class Found:
@@ -167,14 +188,31 @@ def _split(lengths):
     return place
 
 
-def standard_row(kind, fields, values, o, found):
+PART_RULES = ("bad_content_type", "bad_image_url", "image_too_large", "image_role", "too_many_images")
+
+
+def parts_codes(parts, role, o, reading):
+    """The codes of a standard list of content parts, judged as the content of one message of
+    `role` (the prompt's the user's, the completion's the assistant's). With content_types="text"
+    (strings only), the "parts" reading lets standard_parts' lists of parts through."""
+    codes = ["empty_text"] if is_blank(parts, o.text_key) else []
+    if reading == "parts" and o.content_types == "text":
+        o = resolve({**o.given, "content_types": "text_or_parts"})
+    c = Conversation([{o.role_key: role, o.content_key: list(parts)}], o)
+    return codes + [code for code in PART_RULES if RULES[code](c)]
+
+
+def standard_row(kind, fields, values, kinds, o, found, reading):
     for field in fields:
         if field == "label":
             continue
         value = values[field]
-        if is_missing(value):
+        if kinds[field] == "missing":
             if not o.na_pass:
                 found.add("not_text", field)
+        elif kinds[field] == "parts":
+            for code in parts_codes(value, "user" if field == "prompt" else "assistant", o, reading):
+                found.add(code, field)
         elif not isinstance(value, str):
             found.add("not_text", field)
         elif value.strip() == "":
@@ -200,6 +238,8 @@ def conversational_row(kind, fields, values, kinds, options, found, context, rea
             if not o.na_pass:
                 found.add("not_messages", field)
             continue
+        if kinds[field] in ("text", "parts"):
+            continue  # a value of the other format: mixed_format, found already
         listed = messages_of(values[field], o) if kinds[field] == "conv" else None
         if listed is None:
             found.add("not_messages", field)
@@ -264,22 +304,41 @@ def ends_a_prompt(message, o):
     return isinstance(role, str) and role_ends_a_prompt(o.aliases.get(role, role), o)
 
 
-def row_found(row, kind, options, reading, tools_column="tools", images_column="images"):
+STANDARD_KINDS = {"text", "parts", "broken"}
+
+
+def row_found(row, kind, options, reading, pinned="auto", tools_column="tools", images_column="images"):
+    """The problems of a row. `pinned`: "auto" reads the row in the format of its values (both:
+    `mixed_format`); "conversational" or "standard" wants every value of that format (a value of
+    the other is `mixed_format` in its column; broken JSON text is `not_messages`)."""
     o = resolve(options)
+    o.given = options
     fields = FIELDS[kind]
     found = Found(fields, tools_column)
     declared = declared_names(row.get(tools_column)) if o.tools and tools_column in row else None
     images = row_images(row.get(images_column)) if images_column in row else None
     values = {field: row.get(field) for field in fields}
-    classified = {field: classify(values[field]) for field in fields if field != "label"}
+    classified = {field: classify(values[field], field, o) for field in fields if field != "label"}
     kinds = {field: kind for field, (kind, _) in classified.items()}
-    present = set(kinds.values()) & {"conv", "text"}
-    if present == {"conv", "text"}:
-        found.add("mixed_format")
-    elif present == {"text"}:
-        standard_row(kind, fields, values, o, found)
-    else:
-        decoded = {field: value for field, (_, value) in classified.items()}
+    decoded = {field: value for field, (_, value) in classified.items()}
+    if pinned == "auto":
+        present = set(kinds.values())
+        if present & STANDARD_KINDS and "conv" in present:
+            found.add("mixed_format")
+            pinned = None
+        else:
+            pinned = "standard" if present & STANDARD_KINDS else "conversational"
+    if pinned == "standard":
+        for field, (kind_of, value) in classified.items():
+            if kind_of == "conv" and not is_text(values[field]):
+                found.add("mixed_format", field)
+            elif kind_of in ("conv", "broken"):
+                kinds[field], decoded[field] = "text", values[field]
+        standard_row(kind, fields, decoded, kinds, o, found, reading)
+    elif pinned == "conversational":
+        for field, kind_of in kinds.items():
+            if kind_of in ("text", "parts"):
+                found.add("mixed_format", field)
         conversational_row(kind, fields, decoded, kinds, options, found, (declared, images), reading)
     label = values.get("label")
     if "label" in fields and not isinstance(label, bool) and not (o.na_pass and is_missing(label)):
@@ -287,7 +346,7 @@ def row_found(row, kind, options, reading, tools_column="tools", images_column="
     return found
 
 
-def plain_row_answers(row, dataset_type=None, **options):
+def plain_row_answers(row, dataset_type=None, pinned="auto", **options):
     """The right answers for one row (column name -> value) of a dataset type (None: detected
     from the row's columns): (code, column, message) triples, or None for a passing row."""
     kind = dataset_type or plain_dataset_type(row)
@@ -300,22 +359,28 @@ def plain_row_answers(row, dataset_type=None, **options):
         if column == "text":
             return {standard_text_row(row["text"], resolve(options))}
         return plain_chat_row(row, column, "tools", "images", **options)
-    readings = {"prompt_only": ["docs", "whole"]}
-    return {row_found(row, kind, options, reading).first() for reading in readings.get(kind, ["docs"])}
+    readings = ["docs", "whole"] if kind == "prompt_only" else ["docs"]
+    if resolve(options).standard_parts:
+        readings.append("parts")
+    return {row_found(row, kind, options, r, pinned).first() for r in readings}
 
 
 def standard_text_row(value, o):
-    """A language-modeling row's `text`: a non-empty string."""
+    """A language-modeling row's `text`: a non-empty string (a native conversation there is a
+    value of the other format)."""
     if is_missing(value):
         return None if o.na_pass else ("not_text", "text", None)
+    if is_list(value) or isinstance(value, Mapping):
+        return "mixed_format", "text", None
     if not isinstance(value, str):
         return "not_text", "text", None
     return ("empty_text", "text", None) if value.strip() == "" else None
 
 
-def plain_row_problems(row, dataset_type=None, **options):
+def plain_row_problems(row, dataset_type=None, pinned="auto", **options):
     """The set of right codes for one row (None for a passing one)."""
-    return {None if answer is None else answer[0] for answer in plain_row_answers(row, dataset_type, **options)}
+    answers = plain_row_answers(row, dataset_type, pinned, **options)
+    return {None if answer is None else answer[0] for answer in answers}
 
 
 __all__ = ["plain_chat_row", "plain_dataset_type", "plain_row_answers", "plain_row_problems"]
