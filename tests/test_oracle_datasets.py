@@ -134,6 +134,36 @@ def test_the_per_row_reference_agrees_on_native_values(case):
         assert code in {a and a[0] for a in plain_row_answers(row, kind, **options)}, (row, code)
 
 
+def as_sharegpt(value):
+    """A value with ShareGPT's keys and tags (from/value, human/gpt/observation)."""
+    text = json.dumps(value)
+    for old, new in (("role", "from"), ("content", "value"), ("user", "human"), ("assistant", "gpt"), ("tool", "observation")):
+        text = text.replace(f'"{old}"', f'"{new}"')
+    return json.loads(text)
+
+
+def single_answers(row):
+    """The row with each one-message answer as the message object itself."""
+    out = dict(row)
+    for field in ("completion", "chosen", "rejected"):
+        if isinstance(out.get(field), list) and len(out[field]) == 1:
+            out[field] = out[field][0]
+    return out
+
+
+@SETTINGS
+@given(trl_cases(), st.sampled_from(["sharegpt", "single", "both"]))
+def test_sharegpt_rows_and_single_message_answers_agree_with_the_plain_reference(case, variant):
+    kind, rows, options = case
+    if kind == "language_modeling":
+        return
+    if variant in ("sharegpt", "both"):
+        rows, options = [as_sharegpt(row) for row in rows], {**options, "sharegpt": True}
+    if variant in ("single", "both"):
+        rows, options = [single_answers(row) for row in rows], {**options, "single_message_answers": True}
+    assert_rows_agree(kind, rows, options)
+
+
 PART_OPTIONS = {
     "content_types": st.sampled_from(["text_or_parts", "text"]),
     "part_types": st.sampled_from([["text", "image_url"], ["text", "image_url", "image"]]),

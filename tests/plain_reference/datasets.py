@@ -100,6 +100,10 @@ def plain_chat_row(row, column="messages", tools_column=None, images_column=None
 # --- The rows of a dataset type ---------------------------------------------------------------------
 
 
+ANSWERS = ("completion", "chosen", "rejected")
+"""The fields that may be one message object with single_message_answers=True (where a prompt is
+given apart: not an implicit preference's)."""
+
 PARTS_FIELDS = ("prompt", "completion")
 """The fields that may be a list of content parts, as standard text (`standard_parts=True`)."""
 
@@ -240,7 +244,8 @@ def conversational_row(kind, fields, values, kinds, options, found, context, rea
             continue
         if kinds[field] in ("text", "parts"):
             continue  # a value of the other format: mixed_format, found already
-        listed = messages_of(values[field], o) if kinds[field] == "conv" else None
+        single = o.single_message_answers and field in ANSWERS and kind != "implicit_preference"
+        listed = messages_of(values[field], o, single) if kinds[field] == "conv" else None
         if listed is None:
             found.add("not_messages", field)
         else:
@@ -259,7 +264,7 @@ def conversational_row(kind, fields, values, kinds, options, found, context, rea
         return
     if prompt is not None:
         found.add_judged(judge_all(prompt, o, PROMPT), _placed("prompt"))
-    for answer in ("completion", "chosen", "rejected"):
+    for answer in ANSWERS:
         if answer not in messages:
             continue
         found.add_judged(judge_all(messages[answer], o, COMPLETION), _placed(answer))
