@@ -43,7 +43,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .conversation import COMPLETION, ORDER, PROMPT, RULES, WHOLE, Conversation, judge_all, messages_of, plain_answers
+from .conversation import (
+    COMPLETION,
+    ORDER,
+    PROMPT,
+    RULES,
+    WHOLE,
+    Conversation,
+    judge_all,
+    messages_of,
+    plain_answers,
+)
 from .conversation import ends_a_prompt as role_ends_a_prompt
 from .options import resolve
 from .parts import row_images
@@ -334,7 +344,7 @@ def row_found(row, kind, options, reading, pinned="auto", tools_column="tools", 
         else:
             pinned = "standard" if present & STANDARD_KINDS else "conversational"
     if pinned == "standard":
-        for field, (kind_of, value) in classified.items():
+        for field, (kind_of, _) in classified.items():
             if kind_of == "conv" and not is_text(values[field]):
                 found.add("mixed_format", field)
             elif kind_of in ("conv", "broken"):
