@@ -110,6 +110,18 @@ def test_sharegpt_agrees_with_the_plain_reference(values, options):
     assert_agree(values, options)
 
 
+@SETTINGS
+@given(st.lists(drawn.mutated(drawn.tool_chats()), min_size=1, max_size=6), st.integers(1, 600))
+def test_values_over_max_value_bytes_agree_with_the_plain_reference(values, limit):
+    """A JSON text larger than `max_value_bytes=` (its UTF-8 bytes) is too_large, unread."""
+    options = {"tools": True, "max_value_bytes": limit}
+    texts = [json.dumps(value, ensure_ascii=False) for value in values]
+    codes = chatgate.check_batch(pa.array(texts, pa.string()), **options).to_pylist()
+    for text, code in zip(texts, codes):
+        got = None if code is None else (code, locate(text, code, **options))
+        assert got in plain_answers(text, **options), (text, got)
+
+
 # --- A conversation column with its row's tools and images -----------------------------------
 
 

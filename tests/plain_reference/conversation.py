@@ -20,7 +20,9 @@ turn, or a tool turn with tools=True; its last role isn't checked), a completion
 (`part="completion"`: assistant turns, and tool turns with tools=True; neither first
 nor last role checked, and its tool messages may answer calls of the prompt) or a
 whole conversation. The rules that count or look for roles in a whole conversation
-(`too_few_messages`, `missing_role`, `missing_turn`) are the whole conversation's.
+(`too_few_messages`, `missing_role`, `missing_turn`) are the whole conversation's, and so
+are a completion's images and tool answers (`too_many_images`, `orphan_tool`: the whole
+conversation of the prompt and the completion counts them).
 """
 
 from __future__ import annotations
