@@ -44,7 +44,7 @@ def test_engines_never_import_a_store_or_a_table_library():
 
 def test_engines_have_no_storage_methods_and_stores_promise_them():
     assert not STORAGE_METHODS & set(dir(LakehouseEngine))
-    assert STORAGE_METHODS <= TableStore.__abstractmethods__
+    assert STORAGE_METHODS.issubset(TableStore.__abstractmethods__)
     for name in STORAGE_METHODS:
         assert getattr(TableStore, name).__doc__, f"TableStore.{name} says what every store must promise"
 

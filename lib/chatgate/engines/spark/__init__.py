@@ -69,6 +69,7 @@ import functools
 import logging
 import operator
 import re
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -326,6 +327,8 @@ class SparkEngine(LakehouseEngine):
         added: pa.Schema,
         compute: Callable[[pa.RecordBatch], list[pa.Array]],
     ) -> DataFrame:
+        if hasattr(F, "arrow_udf"):
+            return _with_arrow_udf(table, inputs, added, compute)
         # mapInArrow parses each column's name (a backtick in one fails): it gets positional
         # names, and the batches their own names back before `compute` reads them.
         names = table.columns
@@ -501,6 +504,36 @@ def _quiet_accumulator_server() -> None:
         log.debug("pyspark's accumulator server lost the JVM (%s)", client_address, exc_info=True)
 
     server.handle_error = handle_error
+
+
+def _with_arrow_udf(
+    table: DataFrame, inputs: list[str], added: pa.Schema, compute: Callable[[pa.RecordBatch], list[pa.Array]]
+) -> DataFrame:
+    """`with_arrow_columns` by an Arrow UDF (Spark 4.1): only the `inputs` columns go to Python and
+    only the added ones come back, where mapInArrow sends every column both ways."""
+    out = StructType([StructField(f.name, from_arrow_type(f.type)) for f in added])
+
+    def batch(given: pa.Array) -> pa.Array:  # Spark reads the Arrow UDF's kind from these hints
+        return _arrow_udf_batch(given, inputs=inputs, added=added, compute=compute)
+
+    run = F.arrow_udf(batch, out)  # type: ignore[attr-defined]
+    # Not deterministic to the optimizer: each added column reads the one result, never a call of its own.
+    packed = f"__chatgate_added_{uuid.uuid4().hex}"
+    given = F.struct(*[column_ref(c).alias(f"_{i}") for i, c in enumerate(inputs)])
+    with_packed = table.withColumn(packed, run.asNondeterministic()(given))
+    return with_packed.select(
+        *[column_ref(c) for c in table.columns], *[F.col(packed).getField(f.name).alias(f.name) for f in added]
+    )
+
+
+def _arrow_udf_batch(
+    given: pa.Array, *, inputs: list[str], added: pa.Schema, compute: Callable[[pa.RecordBatch], list[pa.Array]]
+) -> pa.Array:
+    if isinstance(given, pa.ChunkedArray):
+        given = given.combine_chunks()
+    named = pa.RecordBatch.from_arrays(given.flatten(), names=inputs)
+    arrays = [array.cast(f.type) for array, f in zip(compute(named), added)]
+    return pa.StructArray.from_arrays(arrays, fields=list(added))
 
 
 def _add_arrow_columns(
