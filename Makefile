@@ -10,7 +10,7 @@ JARS_STAMP := $(JARS_DIR)/.resolved
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help setup jars run spark-submit test test-all fuzz bench bench-large lint dist clean
+.PHONY: help setup jars run spark-submit test test-all fuzz bench bench-large lint signatures dist clean
 .PHONY: airflow-env airflow-test
 
 help: ## List the targets
@@ -87,6 +87,9 @@ $(LINT_STAMP): $(STAMP)
 lint: $(LINT_STAMP) ## Lint with ruff (style, complexity <= 15) and mypy (strict on lib/)
 	$(VENV)/bin/ruff check lib tests jobs bench dags
 	$(VENV)/bin/mypy
+
+signatures: setup ## Write the public functions' and step methods' signatures out from the spec (tests/test_signatures.py checks them)
+	$(PY) -m chatgate._gen_signatures
 
 DIST_VENV := build/dist-venv
 

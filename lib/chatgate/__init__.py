@@ -2,10 +2,11 @@
 
 from ._version import __version__ as __version__
 from .errors import ChatgateError, ConfigError, OutputError, SourceError
-from .gate import annotate, split
+from .functions import check_batch, first_problem
+from .gating import annotate, split
 from .lake import read_delta, spark_session
 from .report import StepReport
-from .rules import REASONS, ChatFormat, check_batch, first_problem, repair
+from .rules import REASONS, ChatFormat, repair
 from .selectors import col, contains, ends_with, everything, matches, starts_with
 from .thresholds import Actions, Thresholds
 from .validate import Validate

@@ -6,9 +6,8 @@ data's own engine. Reports and extracts read what the steps found.
 
 from __future__ import annotations
 
-import inspect
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
@@ -18,14 +17,14 @@ from .engines.base import Engine
 from .errors import ChatgateError
 from .fixes import fixed_data, step_extract
 from .names import API_RESERVED
+from .options_given import options_format
 from .pipeline import judge_step, judge_table, preflight
 from .report import StepReport, render_html, render_text, step_json
 from .rules import ChatCheck, ChatFormat, RowCheck, dataset_checks
-from .rules.check.options import option_names, options_doc, signature_with_options
 from .rules.datasets.table_checks import TableCheck
-from .rules.trainers.profiles import format_from
 from .selectors import Column, Selector, resolve_columns
-from .step_params import StepSettings, check_brief, check_segments, settings_parameters
+from .step_methods import StepMethods
+from .step_params import StepSettings, check_brief, check_segments
 from .steps import ASSERTION_TYPE, DATASET_ASSERTION_TYPE, DEFAULT_DIMENSION, Step, table_step
 from .thresholds import Actions, normalize_thresholds, run_actions
 
@@ -41,20 +40,12 @@ class _Directive:
     assertion_type: str = ASSERTION_TYPE
 
 
-def _bound(
-    signature: inspect.Signature, self: Validate, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> dict[str, Any]:
-    """A step method's arguments by name, with defaults, the check's options gathered as `fmt`."""
-    given = signature.bind(self, *args, **kwargs)
-    options = {name: given.arguments[name] for name in option_names() if name in given.arguments}
-    given.apply_defaults()
-    arguments = {name: value for name, value in given.arguments.items() if name not in option_names()}
-    arguments["fmt"] = format_from(**options)
-    return arguments
-
-
-class Validate:
+class Validate(StepMethods):
     """A validation plan for one table, and what it found.
+
+    The step methods (`col_vals_chat_format`, `col_vals_dataset_type`) come from
+    `StepMethods`, their parameters written out from the spec; they call `_add_chat_format`
+    and `_add_dataset_type` here.
 
     >>> import polars as pl
     >>> tbl = pl.DataFrame({"messages": ['[{"role": "user", "content": "Hi"}]', "[]"]})
@@ -86,8 +77,17 @@ class Validate:
         self.time_end: datetime | None = None
 
     # -- the plan ---------------------------------------------------------------
+    # The step methods' implementations: their own parameters and docstrings are the spec of
+    # `StepMethods.col_vals_*` (after editing them: `make signatures`).
 
-    def col_vals_chat_format(self, *args: Any, **kwargs: Any) -> Validate:
+    def _add_chat_format(
+        self,
+        columns: Any,
+        *,
+        tools_column: str | None = None,
+        images_column: str | None = None,
+        arguments: Mapping[str, Any],
+    ) -> None:
         """Check that each value of `columns` is a well-formed chat conversation.
 
         One step per column (and per segment). The core options may be given by
@@ -95,15 +95,9 @@ class Validate:
         Harmony, ShareGPT, vision, profiles) by keyword. See the README for them
         and for the problem codes.
         """
-        arguments = _bound(CHAT_FORMAT_STEP, self, args, kwargs)
-        fmt, tools_column, images_column = (
-            arguments["fmt"],
-            arguments["tools_column"],
-            arguments["images_column"],
-        )
+        fmt = options_format(arguments)
         ChatCheck("_", fmt, tools_column, images_column)  # fail fast on the extra columns
         settings = StepSettings.pick(arguments)
-        columns = arguments["columns"]
         if isinstance(columns, (list, tuple)) and not columns:
             raise ValueError("columns= is empty: name at least one column")
         resolve_columns(columns, self.engine.columns(self.data))  # fail fast on a bad columns=
@@ -112,24 +106,32 @@ class Validate:
             return ChatCheck(column, fmt, tools_column, images_column)
 
         self._plan.append(_Directive(columns, fmt, make_check, settings))
-        return self
 
-    def col_vals_dataset_type(self, *args: Any, **kwargs: Any) -> Validate:
+    def _add_dataset_type(
+        self,
+        dataset_type: str | None = None,
+        *,
+        columns: dict[str, str] | None = None,
+        format: Literal["auto", "conversational", "standard"] = "auto",
+        tools_column: str | None = "tools",
+        images_column: str | None = "images",
+        arguments: Mapping[str, Any],
+    ) -> None:
         """Check the rows of a TRL dataset type (detected from the columns when not named).
 
         `columns` maps the type's fields to the table's columns (`{"prompt": "question"}`);
         the check's options say what a conversation is (roles, tools, sharegpt, ...).
         """
-        arguments = _bound(DATASET_TYPE_STEP, self, args, kwargs)
+        fmt = options_format(arguments)
         settings = StepSettings.pick(arguments)
         checks = dataset_checks(
-            arguments["dataset_type"],
+            dataset_type,
             self.engine.columns(self.data),
-            format=arguments["format"],
-            columns=arguments["columns"],
-            tools_column=arguments["tools_column"],
-            images_column=arguments["images_column"],
-            chat=arguments["fmt"],
+            format=format,
+            columns=columns,
+            tools_column=tools_column,
+            images_column=images_column,
+            chat=fmt,
         )
         for check in checks:
             fmt = getattr(check, "fmt", ChatFormat())
@@ -140,7 +142,6 @@ class Validate:
             self._plan.append(
                 _Directive([", ".join(check.columns)], fmt, make_check, settings, DATASET_ASSERTION_TYPE)
             )
-        return self
 
     # -- running it -------------------------------------------------------------
 
@@ -163,12 +164,8 @@ class Validate:
         if not columns:
             columns = [_columns_text(d.columns)]
             error = f"columns= {columns[0]} matches no column of the table (columns: {available})"
-        active: Any = d.settings.active
-        if callable(active):
-            try:
-                active = bool(active(self.data))
-            except Exception as exc:  # noqa: BLE001 - reported as the step's eval error
-                active, error = True, error or f"active= raised {_describe(exc)}"
+        active, active_error = self._active(d.settings.active)
+        error = error or active_error
         segments: list[tuple[str, Any] | None] = [None]
         if error is None:
             try:
@@ -178,28 +175,43 @@ class Validate:
         out: list[Step] = []
         for column in columns:
             for segment in segments:
-                step = Step(
-                    i=len(self.steps) + len(out) + 1,
-                    column=column,
-                    fmt=d.fmt,
-                    thresholds=d.settings.own_thresholds or self.thresholds,
-                    actions=d.settings.actions or self.actions,
-                    brief=d.settings.brief if d.settings.brief is not None else self.brief,
-                    pre=d.settings.pre,
-                    segment=segment,
-                    active=bool(active),
-                    dimension=d.settings.dimension or DEFAULT_DIMENSION,
-                    dedup=d.settings.dedup,
-                    turns=d.settings.turns,
-                    check=d.make_check(column),
-                    assertion_type=d.assertion_type,
-                )
-                step.eval_error = error if step.active else None
-                out.append(step)
+                out.append(self._new_step(d, len(self.steps) + len(out) + 1, column, segment, active, error))
         table = TableCheck.of([step.row_check for step in out]) if error is None else None
         if table is not None:
             out.append(table_step(out[0], i=len(self.steps) + len(out) + 1, check=table))
         return out
+
+    def _active(self, active: bool | Callable[[Any], Any]) -> tuple[bool, str | None]:
+        """active=, a callable's asked of the data; one that raises leaves the step active, with the error."""
+        if not callable(active):
+            return bool(active), None
+        try:
+            return bool(active(self.data)), None
+        except Exception as exc:  # noqa: BLE001 - reported as the step's eval error
+            return True, f"active= raised {_describe(exc)}"
+
+    def _new_step(
+        self, d: _Directive, i: int, column: str, segment: tuple[str, Any] | None, active: bool, error: str | None
+    ) -> Step:
+        """Step `i` of directive `d`: its settings, or the plan's where it has none."""
+        step = Step(
+            i=i,
+            column=column,
+            fmt=d.fmt,
+            thresholds=d.settings.own_thresholds or self.thresholds,
+            actions=d.settings.actions or self.actions,
+            brief=d.settings.brief if d.settings.brief is not None else self.brief,
+            pre=d.settings.pre,
+            segment=segment,
+            active=active,
+            dimension=d.settings.dimension or DEFAULT_DIMENSION,
+            dedup=d.settings.dedup,
+            turns=d.settings.turns,
+            check=d.make_check(column),
+            assertion_type=d.assertion_type,
+        )
+        step.eval_error = error if step.active else None
+        return step
 
     def _segments(self, spec: Any) -> list[tuple[str, Any] | None]:
         if spec is None:
@@ -425,39 +437,3 @@ def _columns_text(columns: Any) -> str:
 
 def _describe(exc: BaseException) -> str:
     return str(exc) if isinstance(exc, ChatgateError) else f"{type(exc).__name__}: {exc}"
-
-
-def _chat_format_step(
-    self: Validate, columns: Any, *, tools_column: str | None = None, images_column: str | None = None
-) -> Validate:
-    """The parameters of `col_vals_chat_format` that aren't step settings or check options."""
-    raise NotImplementedError  # pragma: no cover - a signature only
-
-
-def _dataset_type_step(
-    self: Validate,
-    dataset_type: str | None = None,
-    *,
-    columns: dict[str, str] | None = None,
-    format: Literal["auto", "conversational", "standard"] = "auto",
-    tools_column: str | None = "tools",
-    images_column: str | None = "images",
-) -> Validate:
-    """The parameters of `col_vals_dataset_type` that aren't step settings or check options."""
-    raise NotImplementedError  # pragma: no cover - a signature only
-
-
-CHAT_FORMAT_STEP = signature_with_options(
-    _chat_format_step, core_positional=True, after="columns", settings=settings_parameters(positional=True)
-)
-DATASET_TYPE_STEP = signature_with_options(
-    _dataset_type_step, settings=settings_parameters(positional=False)
-)
-
-
-for _method, _signature in (
-    (Validate.col_vals_chat_format, CHAT_FORMAT_STEP),
-    (Validate.col_vals_dataset_type, DATASET_TYPE_STEP),
-):
-    _method.__signature__ = _signature  # type: ignore[attr-defined]
-    _method.__doc__ = (_method.__doc__ or "") + options_doc()
