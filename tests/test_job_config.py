@@ -267,6 +267,7 @@ def test_a_falsy_value_is_taken_or_refused_by_name_never_dropped(path, value):
         ("dedup",): "off" if value is False else value,
         ("fix",): (),
         ("valid_includes_fixed",): value,
+        ("stream",): None,  # stream: false is no stream
     }
     if path in expected:
         assert held == expected[path], (path, value, held)

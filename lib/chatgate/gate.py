@@ -158,25 +158,33 @@ def _gate(
     taken = set(names) & {REASON, MESSAGE, REASONS}
     if taken:
         raise ValueError(f"the table already has {sorted(taken)}, which chatgate adds: rename or drop them first")
-    checks: list[RowCheck]
     if dataset_type is not None:
-        mapping = dict(columns) if isinstance(columns, Mapping) else None
-        if columns is not None and mapping is None:
-            raise ValueError("with dataset_type=, columns= maps the type's fields to columns ({'prompt': 'question'})")
-        kind = None if dataset_type == "auto" else dataset_type
-        checks = dataset_checks(
-            kind, names, chat=fmt, columns=mapping,
-            tools_column=tools_column or "tools", images_column=images_column or "images",
-        )
+        checks = _dataset_checks(names, columns, dataset_type, fmt, tools_column, images_column)
     else:
-        chat = [columns] if isinstance(columns, str) else list(columns or [])
-        if not chat or isinstance(columns, Mapping):
-            raise ValueError("name the chat column to check (or several), or a dataset_type=")
-        checks = [ChatCheck(column, fmt, tools_column, images_column) for column in chat]
+        checks = _chat_checks(columns, fmt, tools_column, images_column)
     missing = [c for check in checks for c in check.columns if c not in names]
     if missing:
         raise ValueError(f"no column {missing[0]!r} in the table; its columns: {names}")
     return _Gate(Verdicts(tuple(checks), turns))
+
+
+def _dataset_checks(
+    names: list[str], columns: Columns, dataset_type: str, fmt: Any, tools_column: str | None, images_column: str | None
+) -> list[RowCheck]:
+    mapping = dict(columns) if isinstance(columns, Mapping) else None
+    if columns is not None and mapping is None:
+        raise ValueError("with dataset_type=, columns= maps the type's fields to columns ({'prompt': 'question'})")
+    return dataset_checks(
+        None if dataset_type == "auto" else dataset_type, names, chat=fmt, columns=mapping,
+        tools_column=tools_column or "tools", images_column=images_column or "images",
+    )
+
+
+def _chat_checks(columns: Columns, fmt: Any, tools_column: str | None, images_column: str | None) -> list[RowCheck]:
+    chat = [columns] if isinstance(columns, str) else list(columns or [])
+    if not chat or isinstance(columns, Mapping):
+        raise ValueError("name the chat column to check (or several), or a dataset_type=")
+    return [ChatCheck(column, fmt, tools_column, images_column) for column in chat]
 
 
 def _column_names(table: Any) -> list[str]:

@@ -145,6 +145,21 @@ class JobConfig:
 
     def __post_init__(self) -> None:
         chosen = backend(self.engine)
+        self._check_choices()
+        if not self.run_id:
+            object.__setattr__(self, "run_id", self.stream.stream_id() if self.stream else new_run_id())
+        check_run_id(self.run_id)
+        if chosen.engine != "duckdb" and self.embedded.settings():
+            given = ", ".join(self.embedded.settings())
+            raise ConfigError(f"embedded: {given} set the embedded engine's DuckDB, not {self.engine}'s memory")
+        self._check_versions()
+        self._check_fix()
+        if self.stream is not None:
+            self._check_stream(chosen.streams)
+        checkpoint = [("checkpoint", self.stream.location())] if self.stream else []
+        check_locations([*self.tables(), *checkpoint], catalog_names=chosen.catalog)
+
+    def _check_choices(self) -> None:
         if self.dedup not in DEDUP_MODES:
             raise ConfigError(f"dedup: {self.dedup!r} isn't one of {list(DEDUP_MODES)}")
         if self.turns not in TURNS:
@@ -153,30 +168,20 @@ class JobConfig:
             raise ConfigError(
                 "columns: name at least one chat column to check (--column NAME), or a dataset type"
             )
-        if not self.run_id:
-            object.__setattr__(self, "run_id", self.stream.stream_id() if self.stream else new_run_id())
-        check_run_id(self.run_id)
-        if chosen.engine != "duckdb" and self.embedded.settings():
-            given = ", ".join(self.embedded.settings())
-            raise ConfigError(f"embedded: {given} set the embedded engine's DuckDB, not {self.engine}'s memory")
-        if self.source_version is not None and (
-            isinstance(self.source_version, bool) or not isinstance(self.source_version, int) or self.source_version < 0
-        ):
+
+    def _check_versions(self) -> None:
+        if self.source_version is not None and not _is_version(self.source_version):
             raise ConfigError(f"source_version: {self.source_version!r} isn't a Delta version (0, 1, 2, ...)")
-        if self.since is not None and self.since != SINCE_LAST and (
-            isinstance(self.since, bool) or not isinstance(self.since, int) or self.since < 0
-        ):
+        if self.since is not None and self.since != SINCE_LAST and not _is_version(self.since):
             raise ConfigError(f"since: {self.since!r} is neither 'last' nor a Delta version (0, 1, 2, ...)")
+
+    def _check_fix(self) -> None:
         if self.fix and not self.outputs.fixed:
             raise ConfigError("outputs.fixed: name where to write the rows the repairs fixed (--fixed PATH)")
         if self.outputs.fixed and not self.fix:
             raise ConfigError("fix: name the repairs that make the fixed table (--fix safe, or a list of repairs)")
         if self.valid_includes_fixed and not (self.fix and self.outputs.valid):
             raise ConfigError("valid_includes_fixed: needs both --fix and --valid")
-        if self.stream is not None:
-            self._check_stream(chosen.streams)
-        checkpoint = [("checkpoint", self.stream.location())] if self.stream else []
-        check_locations([*self.tables(), *checkpoint], catalog_names=chosen.catalog)
 
     def _check_stream(self, streams: bool) -> None:
         if not streams:
@@ -189,6 +194,11 @@ class JobConfig:
         """The source, then each output: `(role, target)`."""
         outputs = [(role, target) for role, target in vars(self.outputs).items() if target is not None]
         return [("source", self.source), *outputs]
+
+
+def _is_version(value: object) -> bool:
+    """A Delta version: a whole number, 0 or more (a bool is not one)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def check_run_id(run_id: str) -> None:

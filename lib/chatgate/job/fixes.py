@@ -79,7 +79,26 @@ class FixPlan:
 def fix_batch(plan: FixPlan, batch: pa.RecordBatch) -> list[pa.Array]:
     """The added columns (`FixPlan.added`) of a batch of failing rows."""
     step_codes = [batch.column(reason).to_pylist() for _, _, reason in plan.steps]
-    before = [next((c for c in codes if c is not None), None) for codes in zip(*step_codes)]
+    before = [_first_code(codes) for codes in zip(*step_codes)]
+    still, repaired = _repair_steps(plan, batch, step_codes)
+    fixed = [b is not None and not s for b, s in zip(before, still)]
+    not_fixed = pa.array([not f for f in fixed], pa.bool_())
+    return [
+        pa.array([b if f else None for b, f in zip(before, fixed)], pa.string()),
+        pa.array([a if f else None for a, f in zip(_applied_per_row(repaired, len(fixed)), fixed)], pa.list_(pa.string())),
+        *(pc.if_else(not_fixed, pa.nulls(len(column), column.type), column) for column in repaired),
+    ]
+
+
+def _first_code(codes: tuple[str | None, ...]) -> str | None:
+    return next((c for c in codes if c is not None), None)
+
+
+def _repair_steps(
+    plan: FixPlan, batch: pa.RecordBatch, step_codes: list[list[str | None]]
+) -> tuple[list[bool], list[pa.Array]]:
+    """Each chat step's repairs, in order, each on the values the steps before it repaired: which rows
+    still fail a step after them, and per chat step its repaired values and the repairs applied."""
     still = [False] * batch.num_rows
     repaired: list[pa.Array] = []
     for (n, check, _), codes in zip(plan.steps, step_codes):
@@ -89,19 +108,18 @@ def fix_batch(plan: FixPlan, batch: pa.RecordBatch) -> list[pa.Array]:
         values, fixes, after = plan.repairers[n]({c: batch.column(c) for c in check.columns})
         assert isinstance(values, pa.Array) and isinstance(fixes, pa.Array) and isinstance(after, pa.Array)
         batch = _replaced(batch, check.column, values)
-        now = after.to_pylist()
-        still = [s or (code is not None and n is not None) for s, code, n in zip(still, codes, now)]
+        still = [s or (code is not None and now is not None) for s, code, now in zip(still, codes, after.to_pylist())]
         applied = [None if code is None else (f or []) for code, f in zip(codes, fixes.to_pylist())]
         repaired += [values, pa.array(applied, pa.list_(pa.string()))]
-    fixed = [b is not None and not s for b, s in zip(before, still)]
-    per_row = zip(*(column.to_pylist() for column in repaired[1::2])) if repaired else ([] for _ in fixed)
-    applied_all = [[name for names in lists if names for name in names] for lists in per_row]
-    not_fixed = pa.array([not f for f in fixed], pa.bool_())
-    return [
-        pa.array([b if f else None for b, f in zip(before, fixed)], pa.string()),
-        pa.array([a if f else None for a, f in zip(applied_all, fixed)], pa.list_(pa.string())),
-        *(pc.if_else(not_fixed, pa.nulls(len(column), column.type), column) for column in repaired),
-    ]
+    return still, repaired
+
+
+def _applied_per_row(repaired: list[pa.Array], rows: int) -> list[list[str]]:
+    """Every repair applied to each row, over the steps (the lists among `repaired`)."""
+    if not repaired:
+        return [[] for _ in range(rows)]
+    per_row = zip(*(column.to_pylist() for column in repaired[1::2]))
+    return [[name for names in lists if names for name in names] for lists in per_row]
 
 
 def _replaced(batch: pa.RecordBatch, name: str, values: pa.Array) -> pa.RecordBatch:

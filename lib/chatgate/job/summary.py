@@ -22,6 +22,31 @@ def format_summary(result: RunResult) -> str:
         f"source: {c.source}{version}",
         "",
     ]
+    lines += _steps_table(result)
+    for s in result.steps:
+        lines += [f"step {s.step}: {detail}" for detail in s.parameters.get("problems", {}).values()]
+    lines.append("")
+    lines += _outputs(result)
+    status = result.exit_status
+    lines.append(f"status: {status} ({STATUS_TEXT[status]})")
+    lines += result.hints
+    return "\n".join(lines)
+
+
+def _outputs(result: RunResult) -> list[str]:
+    c = result.config
+    lines = [f"quarantine: {c.outputs.quarantine} ({_rows(result.quarantined)} of this run)"]
+    lines.append(f"summary:    {c.outputs.summary} ({_rows(len(result.steps))} of this run)")
+    if c.outputs.fixed:
+        lines.append(f"fixed:      {c.outputs.fixed} ({_rows(result.fixed)} of this run, {_fixes(result)})")
+    if c.outputs.valid:
+        included = ", the fixed ones included" if c.valid_includes_fixed else ""
+        lines.append(f"valid:      {c.outputs.valid} ({_rows(result.valid)}{included})")
+    return lines
+
+
+def _steps_table(result: RunResult) -> list[str]:
+    """One line per step under a header, in columns."""
     header = ("step", "column", "units", "failed", "fraction", "distinct", "levels", "top reasons")
     rows = [
         (
@@ -37,22 +62,8 @@ def format_summary(result: RunResult) -> str:
         for s in result.steps
     ]
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-    lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
-    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
-    for s in result.steps:
-        lines += [f"step {s.step}: {detail}" for detail in s.parameters.get("problems", {}).values()]
-    lines.append("")
-    lines.append(f"quarantine: {c.outputs.quarantine} ({_rows(result.quarantined)} of this run)")
-    lines.append(f"summary:    {c.outputs.summary} ({_rows(len(result.steps))} of this run)")
-    if c.outputs.fixed:
-        lines.append(f"fixed:      {c.outputs.fixed} ({_rows(result.fixed)} of this run, {_fixes(result)})")
-    if c.outputs.valid:
-        included = ", the fixed ones included" if c.valid_includes_fixed else ""
-        lines.append(f"valid:      {c.outputs.valid} ({_rows(result.valid)}{included})")
-    status = result.exit_status
-    lines.append(f"status: {status} ({STATUS_TEXT[status]})")
-    lines += result.hints
-    return "\n".join(lines)
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()]
+    return lines + ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
 
 
 def _rows(n: int | None) -> str:

@@ -75,41 +75,7 @@ def steps_table(
     """The steps as a great_tables table; `badges` (label, text) sit under the title, `notes` under the rows."""
     from great_tables import html, loc, style
 
-    data = pa.table(
-        {
-            "status": [""] * len(rows),
-            "i": [str(r.i) for r in rows],
-            "step": [_step_cell(r) for r in rows],
-            "columns": [r.columns for r in rows],
-            "values": [r.values for r in rows],
-            "eval": [r.evaluated for r in rows],
-            "units": [DASH if r.units is None else f"{r.units:,}" for r in rows],
-            "pass": [_count_cell(r.passed, r.units, SEVERITY_COLORS["green"]) for r in rows],
-            "fail": [_count_cell(r.failed, r.units, SEVERITY_COLORS["critical"]) for r in rows],
-            **{level[0]: [_level_cell(r.levels.get(level), level) for r in rows] for level in LEVELS},
-            "reasons": [_reasons_cell(r.reasons) for r in rows],
-        },
-        schema=pa.schema(
-            [
-                (name, pa.string())
-                for name in (
-                    "status",
-                    "i",
-                    "step",
-                    "columns",
-                    "values",
-                    "eval",
-                    "units",
-                    "pass",
-                    "fail",
-                    "w",
-                    "e",
-                    "c",
-                    "reasons",
-                )
-            ]
-        ),
-    )
+    data = _steps_data(rows)
     if not with_reasons:
         data = data.drop(["reasons"])
     table = make_gt(data, table_id)
@@ -122,6 +88,27 @@ def steps_table(
     for note in notes:
         table = table.tab_source_note(note)
     return _look(table, with_reasons)
+
+
+STEP_COLUMNS = ("status", "i", "step", "columns", "values", "eval", "units", "pass", "fail", "w", "e", "c", "reasons")
+
+
+def _steps_data(rows: list[StepRow]) -> pa.Table:
+    """One string cell per step and column of STEP_COLUMNS."""
+    cells: dict[str, list[str]] = {
+        "status": [""] * len(rows),
+        "i": [str(r.i) for r in rows],
+        "step": [_step_cell(r) for r in rows],
+        "columns": [r.columns for r in rows],
+        "values": [r.values for r in rows],
+        "eval": [r.evaluated for r in rows],
+        "units": [DASH if r.units is None else f"{r.units:,}" for r in rows],
+        "pass": [_count_cell(r.passed, r.units, SEVERITY_COLORS["green"]) for r in rows],
+        "fail": [_count_cell(r.failed, r.units, SEVERITY_COLORS["critical"]) for r in rows],
+        **{level[0]: [_level_cell(r.levels.get(level), level) for r in rows] for level in LEVELS},
+        "reasons": [_reasons_cell(r.reasons) for r in rows],
+    }
+    return pa.table(cells, schema=pa.schema([(name, pa.string()) for name in STEP_COLUMNS]))
 
 
 def make_gt(data: pa.Table, table_id: str, **options: Any) -> GT:

@@ -257,19 +257,10 @@ class DeltaSparkStore(TableStore):
         return self._appended(str(detail["location"]), snapshot, partitions, since, until)
 
     def _appended(self, root: str, snapshot: Any, partitions: list[str], since: int, until: int) -> ChangedRows:
-        from pyspark.sql import functions as F
-
         root = root.rstrip("/")
-        logs = {version: f"{root}/_delta_log/{version:020d}.json" for version in range(since + 1, until + 1)}
-        try:
-            lines = self.spark.read.text(list(logs.values())).select("value", F.col("_metadata.file_path").alias("f"))
-            rows = lines.collect()  # the commits' own lines: small, whatever the table's size
-        except Exception as exc:  # noqa: BLE001 - a commit's log past the log's retention
-            return ChangedRows(why_not=f"the log of a commit after version {since} can't be read: {first_line(exc)}")
-        by_file: dict[str, list[str]] = {}
-        for row in rows:
-            by_file.setdefault(os.path.basename(row["f"]), []).append(row["value"])
-        commits = [(v, commit_actions("\n".join(by_file.get(os.path.basename(p), [])))) for v, p in logs.items()]
+        commits = self._commits(root, since, until)
+        if isinstance(commits, str):
+            return ChangedRows(why_not=commits)
         appends = appended_files(commits)
         if appends.not_appends:
             return ChangedRows(why_not=f"{appends.not_appends}, and the table has no change data feed ({CHANGE_DATA_FEED})")
@@ -282,15 +273,38 @@ class DeltaSparkStore(TableStore):
         except Exception as exc:  # noqa: BLE001 - a file vacuumed since its commit
             return ChangedRows(why_not=f"a file that a commit after version {since} added is gone: {first_line(exc)}")
         if partitions:
-            # Each file's rows take its partition values from the log: one read per file, unioned.
-            parts = []
-            for added, path in zip(appends.files, files):
-                values = [F.lit(added.partition_values.get(p)).cast(snapshot.schema[p].dataType).alias(p) for p in partitions]
-                parts.append(self.spark.read.schema(data.schema).parquet(path).select("*", *values))
-            read = parts[0]
-            for part in parts[1:]:
-                read = read.unionByName(part)
+            read = self._with_partition_values(snapshot, data.schema, partitions, appends.files, files)
         return ChangedRows(read.select(*[read[c] for c in snapshot.columns]))
+
+    def _commits(self, root: str, since: int, until: int) -> list[tuple[int, list[dict[str, Any]]]] | str:
+        """The actions of each commit after `since` up to `until`, read through Spark; or why they can't be."""
+        from pyspark.sql import functions as F
+
+        logs = {version: f"{root}/_delta_log/{version:020d}.json" for version in range(since + 1, until + 1)}
+        try:
+            lines = self.spark.read.text(list(logs.values())).select("value", F.col("_metadata.file_path").alias("f"))
+            rows = lines.collect()  # the commits' own lines: small, whatever the table's size
+        except Exception as exc:  # noqa: BLE001 - a commit's log past the log's retention
+            return f"the log of a commit after version {since} can't be read: {first_line(exc)}"
+        by_file: dict[str, list[str]] = {}
+        for row in rows:
+            by_file.setdefault(os.path.basename(row["f"]), []).append(row["value"])
+        return [(v, commit_actions("\n".join(by_file.get(os.path.basename(p), [])))) for v, p in logs.items()]
+
+    def _with_partition_values(
+        self, snapshot: Any, schema: Any, partitions: list[str], added: Sequence[Any], files: list[str]
+    ) -> Any:
+        """Each file's rows with its partition values from the log: one read per file, unioned."""
+        from pyspark.sql import functions as F
+
+        parts = []
+        for file, path in zip(added, files):
+            values = [F.lit(file.partition_values.get(p)).cast(snapshot.schema[p].dataType).alias(p) for p in partitions]
+            parts.append(self.spark.read.schema(schema).parquet(path).select("*", *values))
+        read = parts[0]
+        for part in parts[1:]:
+            read = read.unionByName(part)
+        return read
 
 
 _LOGGED_TABLE = re.compile(r"(?:file:)?(\S+?)/_delta_log/")

@@ -189,12 +189,9 @@ class DeltalakeStore(TableStore):
             what = f"is partitioned by {partitions}" if partitions else f"uses column mapping ({mapping} mode)"
             return ChangedRows(why_not=f"the table {what} and has no change data feed ({CHANGE_DATA_FEED})")
         log = Path(source.removeprefix("file://")) / "_delta_log"
-        commits = []
-        for version in range(since + 1, until + 1):
-            path = log / f"{version:020d}.json"
-            if not path.is_file():
-                return ChangedRows(why_not=f"the log of commit {version} is gone (past the log's retention)")
-            commits.append((version, commit_actions(path.read_text(encoding="utf-8"))))
+        commits = _local_commits(log, since, until)
+        if isinstance(commits, str):
+            return ChangedRows(why_not=commits)
         appends = appended_files(commits)
         if appends.not_appends:
             return ChangedRows(why_not=f"{appends.not_appends}, and the table has no change data feed ({CHANGE_DATA_FEED})")
@@ -202,14 +199,18 @@ class DeltalakeStore(TableStore):
         gone = next((f for f in files if "://" not in f and not os.path.exists(f)), None)
         if gone is not None:
             return ChangedRows(why_not=f"the file {gone!r} that a commit after version {since} added is gone (vacuumed)")
+        return ChangedRows(self._files(files, schema))
+
+    def _files(self, files: list[str], schema: pa.Schema) -> Any:
+        """The rows of the Parquet `files`, as a view where DuckDB reads them, else a kept copy."""
         if not files:
-            return ChangedRows(self.con.table(self._kept(schema.empty_table())))
+            return self.con.table(self._kept(schema.empty_table()))
         view = None if schema_refusal(schema) else parquet_view(self.con, files, schema, row_ids=True)
         if view is None:
             import pyarrow.dataset as ds
 
             view = self.con.table(self._kept(ds.dataset(files, schema=schema, format="parquet").to_table()))
-        return ChangedRows(view)
+        return view
 
     def _kept(self, rows: pa.Table | pa.RecordBatchReader) -> str:
         """A temporary table in DuckDB's own storage (it spills past memory_limit) holding `rows`."""
@@ -221,6 +222,17 @@ class DeltalakeStore(TableStore):
         finally:
             self.con.con.unregister(given)
         return name
+
+
+def _local_commits(log: Path, since: int, until: int) -> list[tuple[int, list[dict[str, Any]]]] | str:
+    """The actions of each commit after `since` up to `until`, read from the local log; or why they can't be."""
+    commits = []
+    for version in range(since + 1, until + 1):
+        path = log / f"{version:020d}.json"
+        if not path.is_file():
+            return f"the log of commit {version} is gone (past the log's retention)"
+        commits.append((version, commit_actions(path.read_text(encoding="utf-8"))))
+    return commits
 
 
 def equals_sql(column: str, value: str) -> str:

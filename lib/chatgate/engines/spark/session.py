@@ -88,8 +88,21 @@ def get_spark(
         return _connect_session(app_name, str(remote), extra_conf or {})
 
     launched = _launcher_conf()
+    master, conf = _session_conf(master, launched, extra_conf or {})
+    builder = SparkSession.builder.appName(app_name).master(master)
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    if jvm_output is not None and not launched:
+        _launch_jvm({"spark.app.name": app_name, "spark.master": master, **conf}, Path(jvm_output))
+    return builder.getOrCreate()
+
+
+def _session_conf(
+    master: str | None, launched: Mapping[str, str], extra_conf: Mapping[str, Any]
+) -> tuple[str, dict[str, str]]:
+    """The master and settings of a new session: Delta's, then `extra_conf`, then a local session's defaults."""
     conf = delta_conf(launched)
-    conf.update({key: _conf_value(value) for key, value in (extra_conf or {}).items()})
+    conf.update({key: _conf_value(value) for key, value in extra_conf.items()})
     conf_master = conf.pop("spark.master", None)
     master = master or conf_master or launched.get("spark.master") or "local[*]"
     if master.startswith("local"):
@@ -98,13 +111,7 @@ def get_spark(
         for key, value in local_defaults(master).items():
             if key not in conf and key not in launched:
                 conf[key] = value
-
-    builder = SparkSession.builder.appName(app_name).master(master)
-    for key, value in conf.items():
-        builder = builder.config(key, value)
-    if jvm_output is not None and not launched:
-        _launch_jvm({"spark.app.name": app_name, "spark.master": master, **conf}, Path(jvm_output))
-    return builder.getOrCreate()
+    return master, conf
 
 
 def local_defaults(master: str) -> dict[str, str]:
