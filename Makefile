@@ -81,11 +81,21 @@ airflow-test: setup airflow-env ## Test the example DAG (dags/chatgate_dag.py) i
 LINT_STAMP := $(VENV)/.lint-installed
 
 $(LINT_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet 'ruff>=0.8' 'mypy>=1.13' pandas-stubs types-PyYAML
+	$(PY) -m pip install --quiet 'ruff>=0.8' 'mypy>=1.13' 'radon>=6' pandas-stubs types-PyYAML
 	touch $@
 
-lint: $(LINT_STAMP) ## Lint with ruff (style, complexity <= 15) and mypy (strict on lib/)
+define RADON_MAX_15
+import json, sys
+found = [f"{path}:{b['lineno']} {b['name']} {b['complexity']}" for path, blocks in json.load(sys.stdin).items()
+         for b in blocks if isinstance(b, dict) and b.get('complexity', 0) > 15]
+print(*found, sep="\n")
+sys.exit(f"radon: {len(found)} functions above complexity 15" if found else 0)
+endef
+export RADON_MAX_15
+
+lint: $(LINT_STAMP) ## Lint with ruff (style, complexity <= 15), radon (complexity <= 15, and/or counted) and mypy (strict on lib/)
 	$(VENV)/bin/ruff check lib tests jobs bench dags
+	$(VENV)/bin/radon cc -j lib | $(PY) -c "$$RADON_MAX_15"
 	$(VENV)/bin/mypy
 
 signatures: setup ## Write the public functions' and step methods' signatures out from the spec (tests/test_signatures.py checks them)
