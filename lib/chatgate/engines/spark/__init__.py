@@ -68,7 +68,6 @@ from __future__ import annotations
 import functools
 import logging
 import operator
-import re
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -102,7 +101,8 @@ from .check import (
     carried_names,
     check_batches,
 )
-from .errors import error_text, first_line, java_throwables, spark_error_line
+from .errors import error_text, java_throwables, spark_error_line
+from .failures import java_line, jvm_gone, log_says_oom, oom_cause, out_of_memory, short
 from .keys import KEYS, column_ref
 from .session import OOM_EXIT_CODE, get_spark, job_jvm_output, jvm_exit_code, jvm_log
 
@@ -357,27 +357,27 @@ class SparkEngine(LakehouseEngine):
             return dead
         if no_space_left(error):
             return ChatgateError(
-                f"no space left on device ({_short(_java_line(error))}); free space on that disk, "
+                f"no space left on device ({short(java_line(error))}); free space on that disk, "
                 "or point Spark's scratch space (spark.local.dir) to a larger one, then rerun"
             )
         java = next((e for e in error_chain(error) if java_throwables(e)), None)
         if java is not None:
-            return ChatgateError(f"Spark failed: {_short(spark_error_line(java), 600)} (rerun with --debug for details)")
+            return ChatgateError(f"Spark failed: {short(spark_error_line(java), 600)} (rerun with --debug for details)")
         return None
 
     def jvm_failure(self, error: BaseException) -> ChatgateError | None:
         """The one-line error for Spark running out of memory or its JVM exiting; None for any other."""
         chain = list(error_chain(error))
         texts = [error_text(e) for e in chain]
-        gone = any(_jvm_gone(e, text) for e, text in zip(chain, texts))
+        gone = any(jvm_gone(e, text) for e, text in zip(chain, texts))
         code = jvm_exit_code() if gone else None
-        cause = next((_oom_cause(text) for text in texts if _oom_cause(text)), None)
-        if cause is None and gone and (code == OOM_EXIT_CODE or _log_says_oom()):
+        cause = next((oom_cause(text) for text in texts if oom_cause(text)), None)
+        if cause is None and gone and (code == OOM_EXIT_CODE or log_says_oom()):
             cause = "java.lang.OutOfMemoryError"
         where = f" (Spark's log: {jvm_log()})" if jvm_log() is not None else ""
         exited = f" (exit status {code})" if code is not None else ""
         if cause is not None:
-            return ChatgateError(_out_of_memory(cause, self._master, gone) + where)
+            return ChatgateError(out_of_memory(cause, self._master, gone) + where)
         if gone:
             log_file = jvm_log()
             why = f"Spark's log {str(log_file)!r}" if log_file is not None else "the Spark driver's log"
@@ -396,91 +396,6 @@ def _master(session: SparkSession) -> str | None:
     except Exception:  # noqa: BLE001 - a Connect server may keep its settings to itself
         return None
     return None if master is None else str(master)
-
-
-_JAVA_OOM = re.compile(r"java\.lang\.OutOfMemoryError(?:: [A-Za-z][A-Za-z ]*[A-Za-z])?")
-_OTHER_OOM = re.compile(r"(?:[A-Za-z_$][\w$]*\.)*[\w$]*OutOfMemoryError(?:: [A-Za-z][A-Za-z ]*[A-Za-z])?")
-_OOM_PHRASES = ("Java heap space", "GC overhead limit exceeded")
-
-
-def _oom_cause(text: str) -> str | None:
-    """The out-of-memory error `text` names (java.lang.OutOfMemoryError: Java heap space, Spark's
-    SparkOutOfMemoryError, ...), if any."""
-    found = _JAVA_OOM.search(text) or _OTHER_OOM.search(text)
-    if found:
-        return found.group(0)
-    if any(phrase in text for phrase in _OOM_PHRASES):
-        return "java.lang.OutOfMemoryError"
-    return None
-
-
-def _jvm_gone(error: BaseException, text: str) -> bool:
-    """Is `error` py4j finding the JVM gone (refused, reset, an empty answer)?"""
-    if isinstance(error, (ConnectionRefusedError, ConnectionResetError, BrokenPipeError)):
-        return True
-    name = type(error).__name__
-    if name == "Py4JNetworkError":
-        return True
-    if name == "Py4JJavaError" and not text:
-        return True  # its message is asked of the JVM, which didn't answer
-    return any(phrase in text for phrase in _JVM_GONE)
-
-
-_JVM_GONE = (
-    "Answer from Java side is empty",
-    "Error while sending or receiving",
-    "Error while receiving",
-    "JAVA_GATEWAY_EXITED",
-    "SparkContext was shut down",
-    "Cannot call methods on a stopped SparkContext",
-)
-
-
-def _log_says_oom() -> bool:
-    """Does the end of the JVM's own log (when it is a file) name an OutOfMemoryError?"""
-    path = jvm_log()
-    if path is None:
-        return False
-    try:
-        with path.open("rb") as handle:
-            handle.seek(0, 2)
-            handle.seek(max(0, handle.tell() - 4 * 2**20))
-            return b"java.lang.OutOfMemoryError" in handle.read()
-    except OSError:
-        return False
-
-
-def _out_of_memory(cause: str, master: str | None, gone: bool) -> str:
-    """The one line for Spark running out of memory: which JVM, and the setting to raise."""
-    if master is None:  # a Spark Connect server's, or unknown
-        who = "Spark"
-        raise_it = "raise the memory of the JVM that failed: spark.driver.memory, or spark.executor.memory on a cluster"
-    elif master.startswith("local"):
-        who = "Spark's JVM (the driver, whose threads are the local executors)"
-        raise_it = (
-            "raise spark.driver.memory (default 1g): SPARK_DRIVER_MEMORY=8g before chatgate run, "
-            "--driver-memory 8g for spark-submit"
-        )
-    elif gone:
-        who = "Spark's driver"
-        raise_it = "raise spark.driver.memory (--driver-memory 8g for spark-submit)"
-    else:
-        who = "a Spark executor"
-        raise_it = "raise spark.executor.memory (--executor-memory 8g for spark-submit)"
-    return (
-        f"{who} ran out of memory ({cause}){' and exited' if gone else ''}; {raise_it}. "
-        "Spark reads every value whole, even one over max_value_bytes (reported too_large, never parsed), "
-        "so the memory must hold the largest value several times over"
-    )
-
-
-def _java_line(error: BaseException) -> str:
-    java = next((e for e in error_chain(error) if java_throwables(e)), None)
-    return spark_error_line(java) if java is not None else first_line(error)
-
-
-def _short(text: str, limit: int = 300) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _quiet_py4j() -> None:
