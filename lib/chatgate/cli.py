@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._version import __version__
+from .cli_errors import ShortErrorParser
 from .engines.base import DEDUP_MODES
 from .errors import ConfigError, one_line
 from .job.config import load_config
@@ -32,7 +33,7 @@ from .step_params import TURNS
 NOT_OVERRIDES = ("config", "command", "quiet", "debug")
 
 def build_parser(prog: str = "chatgate") -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ShortErrorParser(
         prog=prog,
         description="Find malformed chat conversations in a table and set them aside.",
         allow_abbrev=False,
