@@ -46,3 +46,55 @@ def test_a_stray_value_is_named():
         "chatgate run: error: unexpected argument 'messages' (a value without its flag?)",
         "(see chatgate run --help)",
     ]
+
+
+# -- (b) `chatgate run --help` in sections --------------------------------------------
+
+
+def _sections(help_text: str) -> dict[str, list[str]]:
+    """Each section's title and the flags it lists (the first flag of each entry)."""
+    sections: dict[str, list[str]] = {}
+    title = ""
+    for line in help_text.splitlines():
+        if line and not line.startswith(" ") and line.endswith(":"):
+            title = line[:-1]
+            sections[title] = []
+        elif title and line.startswith("  -"):
+            sections[title].append(line.split()[0].rstrip(","))
+    return sections
+
+
+def test_run_help_is_in_sections():
+    done = chatgate("run", "--help")
+    assert done.returncode == 0, done.stderr
+    sections = _sections(done.stdout)
+    assert list(sections)[:8] == [
+        "options",
+        "source and columns",
+        "conversation rules",
+        "trainer profiles",
+        "repairs",
+        "outputs",
+        "engine",
+        "thresholds",
+    ]
+    assert sections["options"] == ["-h", "--config", "--quiet", "--debug"]
+    assert sections["source and columns"][:7] == [
+        "--source", "--source-version", "--since", "--stream", "--checkpoint", "--trigger", "--column",
+    ]
+    assert {"--min-rows", "--extra-columns", "--dataset-type", "--tools-column"} <= set(sections["source and columns"])
+    assert {"--roles", "--first-role", "--last-role", "--role-map", "--tools"} <= set(sections["conversation rules"])
+    assert sections["trainer profiles"] == ["--profile"]
+    assert sections["repairs"] == ["--fix", "--fixed", "--valid-includes-fixed"]
+    assert sections["outputs"] == ["--quarantine", "--summary", "--valid", "--run-id", "--turns"]
+    assert sections["engine"] == ["--engine", "--dedup", "--memory-limit", "--threads", "--temp-dir"]
+    assert sections["thresholds"] == ["--warning", "--error", "--critical"]
+
+
+def test_every_check_option_has_one_flag_in_one_section():
+    from chatgate.rules.check.options import chat_options
+
+    sections = _sections(chatgate("run", "--help").stdout)
+    listed = [flag for flags in sections.values() for flag in flags]
+    assert len(listed) == len(set(listed))
+    assert {option.flag for option in chat_options()} <= set(listed)

@@ -8,7 +8,7 @@ import logging
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ._version import __version__
@@ -87,58 +87,72 @@ exit status:
 """
 
 
+RUN_GROUPS = ("source and columns", "conversation rules", "trainer profiles", "repairs", "outputs", "engine", "thresholds")
+"""The sections of `chatgate run --help`, in order (the job's own flags stay under "options")."""
+
+CHECK_GROUPS = {"profile": "trainer profiles", "min_rows": "source and columns", "extra_columns": "source and columns"}
+"""The section of a check option's flag when not "conversation rules" (ChatFormat gives no category)."""
+
+
 def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """The job's flags: each overrides the same key of --config."""
+    """The job's flags, in the sections of RUN_GROUPS: each overrides the same key of --config."""
     p.add_argument("--config", metavar="FILE", help="YAML job config (see conf/example.yaml)")
-    p.add_argument("--engine", choices=list(BACKENDS), help=engine_help())
-    p.add_argument("--source", help="Delta table path (or Parquet), or a catalog table on Spark")
-    p.add_argument("--source-version", dest="source_version", type=int, metavar="N",
-                   help="read this Delta version of the source (default: the latest, pinned for the whole run)")
-    p.add_argument("--since", metavar="last|N",
-                   help="check only the rows inserted since the last complete run of this check (last), "
-                   "or after Delta version N; a full run, saying why, where that can't be done")
-    p.add_argument("--stream", action="store_true", default=None,
-                   help="Spark: read the source as a Delta stream and check each micro-batch (needs --checkpoint)")
-    p.add_argument("--checkpoint", metavar="PATH", help="with --stream: where the stream keeps its progress")
-    p.add_argument("--trigger", metavar="WHEN",
-                   help="with --stream: available-now (the default: everything new, then stop) or an interval, "
-                   "such as '30 seconds'")
-    p.add_argument("--column", dest="columns", action="append", metavar="NAME", help="chat column; repeat for more")
-    add_check_flags(p)
-    p.add_argument("--tools-column", dest="tools_column", help="the row's declared tools (with --tools)")
-    p.add_argument("--images-column", dest="images_column", help="the row's images: one image part each")
-    p.add_argument("--dataset-type", dest="dataset_type",
-                   help="check a dataset type: auto (detect), language_modeling, prompt_only, "
-                   "prompt_completion, preference, implicit_preference, unpaired_preference (TRL's), "
-                   "openai_preference (OpenAI's and Together's input/preferred_output/non_preferred_output)")
-    p.add_argument("--dataset-format", dest="dataset_format", choices=FORMATS,
-                   help="conversational (message lists), standard (plain text), or auto (detect)")
-    p.add_argument("--quarantine", help="where failing rows go (Delta)")
-    p.add_argument("--summary", help="where the per-step summary goes (Delta)")
-    p.add_argument("--valid", help="where passing rows go (Delta, optional)")
-    p.add_argument("--fix", metavar="REPAIRS",
-                   help="repair failing rows: safe, all, or repairs comma-separated (decode_text, map_roles, "
-                   "drop_empty, hoist_system, merge_repeats, drop_leading, drop_trailing); needs --fixed")
-    p.add_argument("--fixed", help="where the rows the repairs made pass go (Delta, with --fix)")
-    p.add_argument("--valid-includes-fixed", dest="valid_includes_fixed", action="store_true", default=None,
-                   help="with --fix and --valid: the valid table also holds the fixed rows, repaired")
-    p.add_argument("--run-id", dest="run_id", help="id of this run; a rerun with it replaces its rows")
-    p.add_argument("--warning", help="warning level: a fraction below 1 or a count of 1 or more")
-    p.add_argument("--error", help="error level (exit status 3 when reached)")
-    p.add_argument("--critical", help="critical level (exit status 4 when reached)")
-    p.add_argument("--dedup", choices=DEDUP_MODES, help="check distinct values only: auto (default), on, off")
-    p.add_argument("--turns", choices=TURNS,
-                   help="first (default): a failing row's first problem; all: also every problem of it, "
-                   "in the quarantine's pb_reasons_")
-    p.add_argument("--memory-limit", dest="memory_limit", metavar="SIZE",
-                   help=f"embedded engine: DuckDB's memory before it spills to disk, e.g. 2GB "
-                        f"(default: {DEFAULT_MEMORY_LIMIT})")
-    p.add_argument("--threads", type=int, metavar="N",
-                   help="embedded engine: DuckDB's threads and the check's worker processes (default: every core)")
-    p.add_argument("--temp-dir", dest="temp_directory", metavar="PATH",
-                   help="embedded engine: where DuckDB spills (default: chatgate-duckdb in the system's temp directory)")
     p.add_argument("--quiet", action="store_true", help="print only the summary")
     p.add_argument("--debug", action="store_true", help="on failure, print the whole traceback")
+    groups = {title: p.add_argument_group(title) for title in RUN_GROUPS}
+    src, out, eng = groups["source and columns"], groups["outputs"], groups["engine"]
+    src.add_argument("--source", help="Delta table path (or Parquet), or a catalog table on Spark")
+    src.add_argument("--source-version", dest="source_version", type=int, metavar="N",
+                     help="read this Delta version of the source (default: the latest, pinned for the whole run)")
+    src.add_argument("--since", metavar="last|N",
+                     help="check only the rows inserted since the last complete run of this check (last), "
+                     "or after Delta version N; a full run, saying why, where that can't be done")
+    src.add_argument("--stream", action="store_true", default=None,
+                     help="Spark: read the source as a Delta stream and check each micro-batch (needs --checkpoint)")
+    src.add_argument("--checkpoint", metavar="PATH", help="with --stream: where the stream keeps its progress")
+    src.add_argument("--trigger", metavar="WHEN",
+                     help="with --stream: available-now (the default: everything new, then stop) or an interval, "
+                     "such as '30 seconds'")
+    src.add_argument("--column", dest="columns", action="append", metavar="NAME",
+                     help="chat column; repeat for more")
+    src.add_argument("--tools-column", dest="tools_column", help="the row's declared tools (with --tools)")
+    src.add_argument("--images-column", dest="images_column", help="the row's images: one image part each")
+    src.add_argument("--dataset-type", dest="dataset_type",
+                     help="check a dataset type: auto (detect), language_modeling, prompt_only, "
+                     "prompt_completion, preference, implicit_preference, unpaired_preference (TRL's), "
+                     "openai_preference (OpenAI's and Together's input/preferred_output/non_preferred_output)")
+    src.add_argument("--dataset-format", dest="dataset_format", choices=FORMATS,
+                     help="conversational (message lists), standard (plain text), or auto (detect)")
+    add_check_flags(p, groups)
+    groups["repairs"].add_argument("--fix", metavar="REPAIRS",
+                                   help="repair failing rows: safe, all, or repairs comma-separated (decode_text, "
+                                   "map_roles, drop_empty, hoist_system, merge_repeats, drop_leading, "
+                                   "drop_trailing); needs --fixed")
+    groups["repairs"].add_argument("--fixed", help="where the rows the repairs made pass go (Delta, with --fix)")
+    groups["repairs"].add_argument("--valid-includes-fixed", dest="valid_includes_fixed", action="store_true",
+                                   default=None,
+                                   help="with --fix and --valid: the valid table also holds the fixed rows, repaired")
+    out.add_argument("--quarantine", help="where failing rows go (Delta)")
+    out.add_argument("--summary", help="where the per-step summary goes (Delta)")
+    out.add_argument("--valid", help="where passing rows go (Delta, optional)")
+    out.add_argument("--run-id", dest="run_id", help="id of this run; a rerun with it replaces its rows")
+    out.add_argument("--turns", choices=TURNS,
+                     help="first (default): a failing row's first problem; all: also every problem of it, "
+                     "in the quarantine's pb_reasons_")
+    eng.add_argument("--engine", choices=list(BACKENDS), help=engine_help())
+    eng.add_argument("--dedup", choices=DEDUP_MODES, help="check distinct values only: auto (default), on, off")
+    eng.add_argument("--memory-limit", dest="memory_limit", metavar="SIZE",
+                     help=f"embedded engine: DuckDB's memory before it spills to disk, e.g. 2GB "
+                          f"(default: {DEFAULT_MEMORY_LIMIT})")
+    eng.add_argument("--threads", type=int, metavar="N",
+                     help="embedded engine: DuckDB's threads and the check's worker processes (default: every core)")
+    eng.add_argument("--temp-dir", dest="temp_directory", metavar="PATH",
+                     help="embedded engine: where DuckDB spills (default: chatgate-duckdb in the system's temp "
+                     "directory)")
+    levels = groups["thresholds"]
+    levels.add_argument("--warning", help="warning level: a fraction below 1 or a count of 1 or more")
+    levels.add_argument("--error", help="error level (exit status 3 when reached)")
+    levels.add_argument("--critical", help="critical level (exit status 4 when reached)")
     return p
 
 
@@ -202,20 +216,26 @@ def answered(action: Callable[[], int], *, debug: bool) -> int:
         return EXIT_FAILURE
 
 
-def add_check_flags(p: argparse.ArgumentParser) -> None:
-    """One flag per option of the check, derived from ChatFormat: `--name VALUE`, or `--name/--no-name`."""
+def add_check_flags(
+    p: argparse.ArgumentParser, groups: Mapping[str, argparse._ArgumentGroup] | None = None
+) -> None:
+    """One flag per option of the check, derived from ChatFormat: `--name VALUE`, or `--name/--no-name`;
+    with `groups`, in its section (CHECK_GROUPS, else "conversation rules")."""
     for option in chat_options():
+        where: argparse._ActionsContainer = p
+        if groups is not None:
+            where = groups[CHECK_GROUPS.get(option.name, "conversation rules")]
         if isinstance(option.default, bool):
-            p.add_argument(option.flag, dest=option.name, action=argparse.BooleanOptionalAction, default=None,
-                           help=f"{option.help} (default: {'yes' if option.default else 'no'})")
+            where.add_argument(option.flag, dest=option.name, action=argparse.BooleanOptionalAction, default=None,
+                               help=f"{option.help} (default: {'yes' if option.default else 'no'})")
         elif kind_of(option) in ("list", "map"):
             default = ",".join(option.default) if option.default else "none"
-            p.add_argument(option.flag, dest=option.name, metavar=f"{option.metavar},...",
-                           help=f"{option.help}, comma-separated (default: {default})")
+            where.add_argument(option.flag, dest=option.name, metavar=f"{option.metavar},...",
+                               help=f"{option.help}, comma-separated (default: {default})")
         else:
             default = "" if option.default is None else f" (default: {option.default})"
-            p.add_argument(option.flag, dest=option.name, choices=option.choices,
-                           metavar=None if option.choices else option.metavar, help=option.help + default)
+            where.add_argument(option.flag, dest=option.name, choices=option.choices,
+                               metavar=None if option.choices else option.metavar, help=option.help + default)
 
 
 def override_keys() -> frozenset[str]:
