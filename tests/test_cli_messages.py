@@ -98,3 +98,70 @@ def test_every_check_option_has_one_flag_in_one_section():
     listed = [flag for flags in sections.values() for flag in flags]
     assert len(listed) == len(set(listed))
     assert {option.flag for option in chat_options()} <= set(listed)
+
+
+# -- (c) one-line warnings: thresholds out of order; a column named twice is refused ---
+
+
+@pytest.fixture(scope="module")
+def chats(tmp_path_factory):
+    from deltalake import write_deltalake
+
+    from chatgate.sample import chat_table
+
+    lake = tmp_path_factory.mktemp("lake")
+    write_deltalake(str(lake / "chats"), chat_table(20, seed=5, defect_fraction=0.2))
+    return lake
+
+
+def _run(lake, *extra: str) -> subprocess.CompletedProcess[str]:
+    return chatgate(
+        "run", "--source", str(lake / "chats"), "--column", "messages",
+        "--quarantine", str(lake / "q"), "--summary", str(lake / "s"), "--quiet", *extra,
+    )
+
+
+@pytest.mark.parametrize(
+    ("levels", "warnings"),
+    [
+        (
+            ["--warning", "0.2", "--error", "0.05"],
+            ["chatgate: thresholds out of order: warning (0.2) is above error (0.05), so a step reaches error first"],
+        ),
+        (
+            ["--error", "10", "--critical", "3"],
+            ["chatgate: thresholds out of order: error (10) is above critical (3), so a step reaches critical first"],
+        ),
+        (
+            ["--warning", "0.5", "--critical", "0.1"],
+            ["chatgate: thresholds out of order: warning (0.5) is above critical (0.1), "
+             "so a step reaches critical first"],
+        ),
+        (["--warning", "0.01", "--error", "0.05", "--critical", "0.5"], []),
+        (["--warning", "0.5", "--error", "3"], []),  # a fraction and a count: no order to check
+    ],
+)
+def test_thresholds_out_of_order_are_a_one_line_warning(chats, levels, warnings):
+    done = _run(chats, *levels)
+    assert done.returncode in (0, 3, 4), done.stderr
+    assert done.stderr.splitlines() == warnings
+    assert "status:" in done.stdout
+
+
+def test_thresholds_out_of_order_in_a_config_file_warn_too(chats):
+    config = chats / "job.yaml"
+    config.write_text("thresholds:\n  warning: 5\n  error: 2\n", encoding="utf-8")
+    done = _run(chats, "--config", str(config))
+    assert done.stderr.splitlines() == [
+        "chatgate: thresholds out of order: warning (5) is above error (2), so a step reaches error first"
+    ]
+
+
+def test_a_column_named_twice_is_refused_in_one_line(chats):
+    done = _run(chats, "--column", "messages")
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "chatgate: config error: columns: 'messages' is named twice (columns[1] and columns[2]); "
+        "name each chat column once, with all its rules"
+    ]
+    assert done.stdout == ""

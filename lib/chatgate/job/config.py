@@ -33,6 +33,7 @@ from ..rules import (
 from ..rules.check.options import chat_options, from_text, kind_of
 from ..step_params import TURNS, Turns
 from ..thresholds import Thresholds
+from .config_warnings import checked
 from .embedded import EmbeddedConfig
 from .locations import check_locations
 from .registry import DEFAULT_BACKEND, backend
@@ -228,10 +229,8 @@ _DATASET_KEYS = {"type", "format", "columns", "tools_column", "images_column"}
 
 def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> JobConfig:
     """The job config from a YAML file (optional) with flag `overrides` on top."""
-    raw: dict[str, Any] = {}
-    if path is not None:
-        raw = _read_yaml(Path(path))
-    return build_config(raw, overrides or {})
+    raw = _read_yaml(Path(path)) if path is not None else {}
+    return checked(build_config(raw, overrides or {}))
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
