@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+# tests/typing holds files for mypy to read (test_signatures.py runs it), not modules to import.
+collect_ignore = ["typing"]
+
 SPARK_TEST_CONF = {
     "spark.sql.shuffle.partitions": "2",
     "spark.default.parallelism": "2",
