@@ -45,9 +45,10 @@ import pyarrow as pa
 from ..base.sizes import TOO_LARGE, array_bytes
 from ..base.values import is_blank
 from ..conversation.conversation import Conversation
+from ..conversation.rule import Rule
 from ..conversation.spec import ChatFormat
 from ..trainers.profiles import format_from
-from .judge import Rule, active_rules, first_code, judge
+from .judge import active_rules, first_code, judge
 from .options import with_options
 from .reference import problem_of
 

@@ -1,8 +1,8 @@
 """What the rules read of one conversation, and which part of a row it is.
 
-The rules of `judge.RULES` (and of `parts`, for content parts and images) are functions of a
-`Conversation`; this module holds it apart from the table, so the rules' modules need not
-import the table that lists them.
+The rules of `check.table.RULES` (each written once in the module of its room, see `rule`)
+read a `Conversation`; this module holds it apart from the table, so the rules' modules need
+not import the table that lists them.
 """
 
 from __future__ import annotations

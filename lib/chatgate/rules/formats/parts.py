@@ -5,7 +5,7 @@ A content may be a list of parts (the transformers and OpenAI formats):
 `images` column), `{"type": "image_url", "image_url": {"url": ...}}` (an image
 inline, as a data URL, or by address), and others. Both `image` and `image_url`
 parts are image parts. The options of `ChatFormat` that judge them, each a rule
-of `judge.RULES`:
+of `check.table.RULES`, defined here:
 
 | option | rule | code |
 |---|---|---|
@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..base.markers import MISSING
+from ..base.markers import BAD, MISSING
 from ..base.values import is_missing, is_sequence
-
-if TYPE_CHECKING:
-    from ..conversation.conversation import Conversation
+from ..conversation.conversation import Conversation
+from ..conversation.rule import per_message, whole_value
 
 IMAGE_PART_TYPES: frozenset[str] = frozenset({"image", "image_url"})
 """The types of the parts that hold (or stand for) an image."""
@@ -42,40 +41,94 @@ DATA_URL_PREFIXES: tuple[str, ...] = tuple(f"data:image/{kind};base64," for kind
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 
 
-# --- The rules (in the table of `judge`) -----------------------------------------------------
+# --- The rules (in the table of `check.judge`) -----------------------------------------------
 
 
-def bad_content_type(c: Conversation) -> bool:
+@per_message(
+    "content_types",
+    phrase=("has a content of a kind that isn't allowed", "have a content of a kind that isn't allowed"),
+    raised_by="content_types= / part_types=",
+    meaning='a content that isn\'t a string (`"text"`), or neither a string nor a list of content parts '
+    '(`"text_or_parts"`); a part of a type not in `part_types=`',
+    reads_contents=True,
+)
+def bad_content_type(c: Conversation, i: int) -> bool:
     """Refuses a content of a kind `content_types=` doesn't allow: not a string ("text"), or
     neither a string nor a list of content parts ("text_or_parts"), and a part of a type
     `part_types=` doesn't list. A missing or null content is no content, `empty_content`'s
     to judge."""
     fmt = c.fmt
-    kinds, types, key = fmt.content_types, fmt.part_types, fmt.text_key
-    return not all(content_kind_ok(content, kinds, types, key) for content in c.contents)
+    return not content_kind_ok(c.contents[i], fmt.content_types, fmt.part_types, fmt.text_key)
 
 
-def bad_image_url(c: Conversation) -> bool:
+@per_message(
+    "image_data_urls",
+    phrase=(
+        "has an image that isn't a base64 data URL of a JPEG, PNG or WEBP",
+        "have an image that isn't a base64 data URL of a JPEG, PNG or WEBP",
+    ),
+    raised_by="image_data_urls=True",
+    meaning="an `image_url` part that doesn't hold a base64 data URL of a JPEG, PNG or WEBP image",
+    reads_contents=True,
+)
+def bad_image_url(c: Conversation, i: int) -> bool:
     """Refuses an `image_url` part that doesn't hold a base64 data URL of a JPEG, PNG or WEBP image."""
-    return any(has_bad_image_url(content) for content in c.contents)
+    return not all(map(data_url_ok, _urls(c.contents[i])))
 
 
-def image_too_large(c: Conversation) -> bool:
+@per_message(
+    "max_image_bytes",
+    phrase=("has an image that's too large", "have an image that's too large"),
+    raised_by="max_image_bytes=",
+    meaning="a data URL of an image larger than `max_image_bytes=`",
+    reads_contents=True,
+)
+def image_too_large(c: Conversation, i: int) -> bool:
     """Refuses a base64 data URL of an image larger than `max_image_bytes=`."""
     limit: int = c.fmt.max_image_bytes  # type: ignore[assignment]  # set: the rule's switch is on
-    return any(has_large_image(content, limit) for content in c.contents)
+    return any((size := data_url_bytes(url)) is not None and size > limit for url in _urls(c.contents[i]))
 
 
-def image_role(c: Conversation) -> bool:
+@per_message(
+    "image_roles",
+    phrase=(
+        "has images in a message whose role can't hold them",
+        "have images in a message whose role can't hold them",
+    ),
+    raised_by="image_roles=",
+    meaning="image parts in a message whose role isn't in `image_roles=` (or in a standard completion)",
+    reads_contents=True,
+)
+def image_role(c: Conversation, i: int) -> bool:
     """Refuses image parts in a message whose role isn't one of `image_roles=`."""
     allowed: tuple[str, ...] = c.fmt.image_roles  # type: ignore[assignment]  # set: the switch is on
-    return any(role not in allowed and image_parts(content) for role, content in zip(c.roles, c.contents))
+    return c.roles[i] not in allowed and image_parts(c.contents[i]) > 0
 
 
+@whole_value(
+    "max_images",
+    phrase=("has too many images", "have too many images"),
+    raised_by="max_images=",
+    meaning="more image parts than `max_images=`",
+    reads_contents=True,
+)
 def too_many_images(c: Conversation) -> bool:
     """Refuses a conversation holding more image parts than `max_images=`."""
     most: int = c.fmt.max_images  # type: ignore[assignment]  # set: the rule's switch is on
     return sum(map(image_parts, c.contents)) > most
+
+
+@whole_value(
+    "images",
+    "extras",
+    phrase=("has image parts that don't match its images", "have image parts that don't match their images"),
+    raised_by="images column",
+    meaning="the image parts don't match the length of the row's `images`",
+)
+def image_count(c: Conversation) -> bool:
+    """Refuses image parts that don't add up to the number of the row's images."""
+    images = c.images
+    return images is BAD or images != sum(x.images for x in c.extras)
 
 
 # --- One content ----------------------------------------------------------------------------
@@ -156,11 +209,3 @@ def data_url_bytes(url: Any) -> int | None:
         return None
     padding = 2 if payload.endswith("==") else 1 if payload.endswith("=") else 0
     return len(payload) * 3 // 4 - padding
-
-
-def has_bad_image_url(content: Any) -> bool:
-    return not all(map(data_url_ok, _urls(content)))
-
-
-def has_large_image(content: Any, limit: int) -> bool:
-    return any((size := data_url_bytes(url)) is not None and size > limit for url in _urls(content))

@@ -14,11 +14,14 @@ nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ..base.markers import BAD, MISSING
 from ..base.values import NOT_JSON, is_missing, is_sequence, parse_json
+from ..conversation.conversation import Conversation
+from ..conversation.rule import per_message, walk, whole_value
+from ..conversation.spec import TOOL_ROLE
 
 
 class Call(NamedTuple):
@@ -127,3 +130,83 @@ def declared_names(value: Any) -> frozenset[str] | object:
             return BAD
         names.add(name)
     return frozenset(names)
+
+
+# --- The rules (in the table of `check.judge`) -----------------------------------------------
+
+
+@per_message(
+    "tools",
+    "extras",
+    phrase=("has a malformed tool call", "have a malformed tool call"),
+    raised_by="tools=True",
+    meaning='`tool_calls` isn\'t a list of `{"type": "function", "function": {"name", "arguments"}}` on an assistant message',
+)
+def bad_tool_call(c: Conversation, i: int) -> bool:
+    """Refuses malformed `tool_calls`, and tool calls on a message that isn't the assistant's."""
+    calls = c.extras[i].calls
+    return calls is BAD or (calls is not None and c.roles[i] != "assistant")
+
+
+@whole_value(
+    "declared",
+    phrase=("has a tools list that isn't a list of function schemas", "have a tools list that isn't a list of function schemas"),
+    raised_by="tools column",
+    meaning="the row's `tools` isn't a list of function schemas",
+    where="None: the row's `tools` column, not a message",
+)
+def bad_tools(c: Conversation) -> bool:
+    """Refuses a row whose `tools` value isn't a list of function schemas."""
+    return c.declared is BAD
+
+
+@walk(
+    "tools",
+    "extras",
+    "not_completion",
+    phrase=("has a tool message that answers no tool call", "have a tool message that answers no tool call"),
+    raised_by="tools=True",
+    meaning="a tool message that answers no earlier tool call",
+    where="each tool message that answers no call (one that does not answer counts as no answer)",
+)
+def orphan_tool(c: Conversation) -> Iterator[int | None]:
+    """Refuses a tool message that answers no call of the assistant message before its run.
+
+    The tool messages right after an assistant message with k calls answer those
+    calls: at most k of them, each matching a call by `tool_call_id` (when the calls
+    have ids) and by `name` (when it has one).
+    """
+    calls: Any = None
+    answered = 0
+    for i, (role, extra) in enumerate(zip(c.roles, c.extras)):
+        if role != TOOL_ROLE:
+            calls = extra.calls if role == "assistant" and extra.calls is not BAD else None
+            answered = 0
+        elif not calls or answered >= len(calls) or not _answers(extra, calls):
+            yield i
+        else:
+            answered += 1
+
+
+@per_message(
+    "declared",
+    "extras",
+    phrase=("calls a function its tools don't declare", "call a function their tools don't declare"),
+    raised_by="tools column",
+    meaning="a called function isn't declared in the row's `tools`",
+)
+def unknown_tool(c: Conversation, i: int) -> bool:
+    """Refuses a call of a function that the row's tools don't declare."""
+    calls, declared = c.extras[i].calls, c.declared
+    # Malformed calls and a malformed tools column are bad_tool_call's and bad_tools'.
+    if not calls or calls is BAD or declared is BAD:
+        return False
+    return any(call.name not in declared for call in calls)
+
+
+def _answers(extra: Any, calls: Sequence[Call]) -> bool:
+    """Does a tool message match the calls it answers (by id and by name, where given)?"""
+    ids = [call.id for call in calls if call.id is not None]
+    if extra.call_id is not None and ids and extra.call_id not in ids:
+        return False
+    return extra.name is None or extra.name in [call.name for call in calls]

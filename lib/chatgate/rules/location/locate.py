@@ -1,6 +1,6 @@
 """Where a failing value's problems are: the message of its code, and every problem it has.
 
-The check gives one code per value: the first rule of `judge.RULES` (in
+The check gives one code per value: the first rule of `table.RULES` (in
 `codes.ALL_REASONS` order) that applies. `locate` says at which message the
 value breaks that rule (the 0-based index in its list of messages), and
 `problems` lists every problem of the value, not only the first (the sample
@@ -9,7 +9,7 @@ check: `judge` and the batch checker are untouched, so the passing path costs
 nothing more, and the batch forms (`locate_array`, `problems_array`) read only
 the failing values.
 
-Where each code is found, and what "every problem" means, is in `locate_sites`.
+Where each code is found, and what "every problem" means, is in `sites`.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ repair that changes nothing is not reported.
 
 The preset "safe" names the first five (they never remove user or assistant text),
 "all" names every repair. How contents are joined, and which messages are never
-touched, is in `repair_fixes`.
+touched, is in `fixes`.
 
 The repaired value keeps the input's form. JSON text comes back as JSON text (a str
 as a str, bytes as bytes): compact, keys in their order, numbers as written; text

@@ -1,0 +1,113 @@
+"""The rules of the trainers' options and of the sample profile.
+
+The options that trainers' own checks add to the core (`min_messages=`, `allowed_keys=`,
+`weight_key=`, `legacy_functions=`, `require_roles=`), and the conversation sample type
+(`profile="sample"`): no tool turns, a user and an assistant turn at least. (The options of
+content parts and images are the rules of `formats.parts`.)
+"""
+
+from __future__ import annotations
+
+from numbers import Integral
+from typing import Any
+
+from ..base.markers import BAD, MISSING
+from ..conversation.conversation import Conversation
+from ..conversation.rule import per_message, whole_value
+from ..conversation.spec import TOOL_ROLES
+
+
+@whole_value(
+    "min_messages",
+    "whole",
+    phrase=("has too few messages", "have too few messages"),
+    raised_by="min_messages=",
+    meaning="fewer messages than `min_messages=`",
+)
+def too_few_messages(c: Conversation) -> bool:
+    """Refuses a conversation of fewer messages than `min_messages=`."""
+    least: int = c.fmt.min_messages  # type: ignore[assignment]  # set: the rule's switch is on
+    return len(c.roles) < least
+
+
+@per_message(
+    "allowed_keys",
+    "extras",
+    phrase=("has a message key that isn't allowed", "have a message key that isn't allowed"),
+    raised_by="allowed_keys=",
+    meaning="a message holds a key outside `allowed_keys=` (and the role and content keys)",
+)
+def unknown_key(c: Conversation, i: int) -> bool:
+    """Refuses a message holding a key outside `allowed_keys=` (the role and content keys aside)."""
+    return bool(c.extras[i].unknown_key)
+
+
+@per_message(
+    "weight_key",
+    "extras",
+    phrase=("has a weight that isn't 0 or 1", "have a weight that isn't 0 or 1"),
+    raised_by="weight_key=",
+    meaning="a message's weight isn't the integer 0 or 1",
+)
+def bad_weight(c: Conversation, i: int) -> bool:
+    """Refuses a value under `weight_key=` that isn't the integer 0 or 1 (true and false
+    are refused: JSON Schema's integers are not booleans)."""
+    weight = c.extras[i].weight
+    return not (weight is MISSING or _is_zero_or_one(weight))
+
+
+@per_message(
+    "legacy_functions",
+    "extras",
+    phrase=("has a malformed function call", "have a malformed function call"),
+    raised_by="legacy_functions=True",
+    meaning="a `function_call` isn't a mapping with a name, or is on a message that isn't the assistant's",
+)
+def bad_function_call(c: Conversation, i: int) -> bool:
+    """Refuses a legacy `function_call` that isn't a mapping with a name, or one on a message
+    that isn't the assistant's."""
+    call = c.extras[i].function_call
+    return call is BAD or (call is not None and c.roles[i] != "assistant")
+
+
+@per_message(
+    "profile",
+    "extras",
+    phrase=("has a tool turn", "have a tool turn"),
+    raised_by='profile="sample"',
+    meaning="a tool or function turn, or an assistant message with tool calls",
+)
+def tool_turn(c: Conversation, i: int) -> bool:
+    """Refuses a tool or function turn, and an assistant message with tool calls."""
+    x = c.extras[i]
+    return c.roles[i] in TOOL_ROLES or x.source in TOOL_ROLES or x.calls is BAD or bool(x.calls)
+
+
+@whole_value(
+    "profile",
+    "whole",
+    phrase=("lacks a user turn or an assistant turn", "lack a user turn or an assistant turn"),
+    raised_by='profile="sample"',
+    meaning="no user turn or no assistant turn",
+)
+def missing_turn(c: Conversation) -> bool:
+    """Refuses a conversation without a user turn or without an assistant turn."""
+    turns = c.turns
+    return not ("user" in turns and "assistant" in turns)
+
+
+@whole_value(
+    "require_roles",
+    "whole",
+    phrase=("lacks a required role", "lack a required role"),
+    raised_by="require_roles=",
+    meaning="a role of `require_roles=` never appears",
+)
+def missing_role(c: Conversation) -> bool:
+    """Refuses a conversation in which a role of `require_roles=` never appears."""
+    roles = c.roles
+    return not all(role in roles for role in c.fmt.require_roles)
+
+
+def _is_zero_or_one(value: Any) -> bool:
+    return isinstance(value, Integral) and not isinstance(value, bool) and value in (0, 1)
