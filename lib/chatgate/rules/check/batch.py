@@ -188,15 +188,7 @@ def _check_json(array: pa.Array, fmt: ChatFormat) -> list[str | None]:
     n = len(array)
     if n == 0:
         return []
-    _, offsets_buf, data_buf = array.buffers()
-    wide = pa.types.is_large_string(array.type) or pa.types.is_large_binary(array.type)
-    bounds = np.frombuffer(offsets_buf, dtype=np.int64 if wide else np.int32)[array.offset : array.offset + n + 1]
-    limit = fmt.max_value_bytes
-    large = np.diff(bounds) > limit if limit is not None else None
-    too_large = large.tolist() if large is not None and large.any() else None
-    offsets = bounds.tolist()
-    data = memoryview(data_buf) if data_buf is not None else memoryview(b"")
-    valid = array.is_valid().to_numpy(zero_copy_only=False).tolist() if array.null_count else None
+    offsets, data, valid, too_large = _buffers(array, fmt.max_value_bytes)
     missing = None if fmt.na_pass else "not_messages"
     # The options beyond the core check read more of each message: they take the reference path.
     decode = typed_decoder(fmt.role_key, fmt.content_key) if fmt.is_core else None
@@ -224,6 +216,22 @@ def _check_json(array: pa.Array, fmt: ChatFormat) -> list[str | None]:
             continue
         codes[i] = strict.judge(messages)
     return codes
+
+
+def _buffers(
+    array: pa.Array, limit: int | None
+) -> tuple[list[int], memoryview, list[bool] | None, list[bool] | None]:
+    """A string or binary array's value offsets and data, which values are valid (None: all),
+    and which are larger than `limit` bytes (None: none)."""
+    n = len(array)
+    _, offsets_buf, data_buf = array.buffers()
+    wide = pa.types.is_large_string(array.type) or pa.types.is_large_binary(array.type)
+    bounds = np.frombuffer(offsets_buf, dtype=np.int64 if wide else np.int32)[array.offset : array.offset + n + 1]
+    large = np.diff(bounds) > limit if limit is not None else None
+    too_large = large.tolist() if large is not None and large.any() else None
+    data = memoryview(data_buf) if data_buf is not None else memoryview(b"")
+    valid = array.is_valid().to_numpy(zero_copy_only=False).tolist() if array.null_count else None
+    return bounds.tolist(), data, valid, too_large
 
 
 def _utf8_checker(array: pa.Array) -> Callable[[memoryview], bool]:

@@ -87,13 +87,7 @@ def dataset_checks(
     """
     present = [str(name) for name in columns_present]
     names = field_names(columns)
-    if chat is not None and chat_options:
-        raise TypeError("give chat= or the ChatFormat keyword arguments, not both")
-    fmt = chat if chat is not None else format_from(**chat_options)
-    if not isinstance(fmt, ChatFormat):
-        raise TypeError(f"chat= must be a ChatFormat, not {type(fmt).__name__}")
-    if format not in FORMATS:
-        raise ValueError(f"format={format!r} isn't one of {list(FORMATS)}")
+    fmt = _format(chat, chat_options, format)
     if dataset_type is None:
         inverse = {column: name for name, column in names.items()}
         dataset_type = detect_dataset_type(inverse.get(column, column) for column in present)
@@ -102,27 +96,54 @@ def dataset_checks(
     tools = tools_column if fmt.tools and tools_column in present else None
     images = images_column if images_column in present else None
     if dataset_type == LANGUAGE_MODELING:
-        found = [f for f in ("text", *CHAT_FIELDS) if names.get(f, f) in present]
-        if len(found) != 1:
-            raise ValueError(
-                f"a language modeling table has one of the columns "
-                f"{[names.get(f, f) for f in ('text', *CHAT_FIELDS)]}; found {found or present}"
-            )
-        if found[0] != "text":
-            if format == STANDARD:
-                raise ValueError("format='standard' has a `text` column, not a conversation column")
-            return [ChatCheck(names.get(found[0], found[0]), fmt, tools, images)]
-        if format == CONVERSATIONAL:
-            raise ValueError("format='conversational' has a `messages` column, not `text`")
+        chat_column = _chat_column(names, present, format)
+        if chat_column is not None:
+            return [ChatCheck(chat_column, fmt, tools, images)]
+    mapped = _mapped_fields(dataset_type, names, present)
+    if dataset_type == OPENAI_PREFERENCE:  # its tools are in `input`; its own module judges it
+        return [OpenAIPreferenceCheck(dataset_type, fmt, format, mapped)]
+    return [DatasetCheck(dataset_type, fmt, format, mapped, tools, images)]
+
+
+def _mapped_fields(dataset_type: str, names: dict[str, str], present: list[str]) -> tuple[tuple[str, str], ...]:
+    """The type's fields that `columns=` maps to other column names; ValueError naming the
+    columns the table lacks."""
     missing = [names.get(f, f) for f in TYPE_FIELDS[dataset_type] if names.get(f, f) not in present]
     if missing:
         raise ValueError(
             f"a {TITLES[dataset_type]} table needs the columns {missing}; it has {present}"
         )
-    mapped = tuple((f, names[f]) for f in TYPE_FIELDS[dataset_type] if f in names and names[f] != f)
-    if dataset_type == OPENAI_PREFERENCE:  # its tools are in `input`; its own module judges it
-        return [OpenAIPreferenceCheck(dataset_type, fmt, format, mapped)]
-    return [DatasetCheck(dataset_type, fmt, format, mapped, tools, images)]
+    return tuple((f, names[f]) for f in TYPE_FIELDS[dataset_type] if f in names and names[f] != f)
+
+
+def _format(chat: ChatFormat | None, chat_options: dict[str, Any], format: str) -> ChatFormat:
+    """The ChatFormat of `dataset_checks` (given, or made of the options), with `format=` checked."""
+    if chat is not None and chat_options:
+        raise TypeError("give chat= or the ChatFormat keyword arguments, not both")
+    fmt = chat if chat is not None else format_from(**chat_options)
+    if not isinstance(fmt, ChatFormat):
+        raise TypeError(f"chat= must be a ChatFormat, not {type(fmt).__name__}")
+    if format not in FORMATS:
+        raise ValueError(f"format={format!r} isn't one of {list(FORMATS)}")
+    return fmt
+
+
+def _chat_column(names: dict[str, str], present: list[str], format: str) -> str | None:
+    """A language modeling table's conversation column, or None when its column is `text`."""
+    candidates = ("text", *CHAT_FIELDS)
+    found = [f for f in candidates if names.get(f, f) in present]
+    if len(found) != 1:
+        raise ValueError(
+            f"a language modeling table has one of the columns "
+            f"{[names.get(f, f) for f in candidates]}; found {found or present}"
+        )
+    if found[0] == "text":
+        if format == CONVERSATIONAL:
+            raise ValueError("format='conversational' has a `messages` column, not `text`")
+        return None
+    if format == STANDARD:
+        raise ValueError("format='standard' has a `text` column, not a conversation column")
+    return names.get(found[0], found[0])
 
 
 def first_row_problem(

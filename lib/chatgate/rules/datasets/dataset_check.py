@@ -3,9 +3,9 @@ for building the checks of a table."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..base.markers import TOO_LARGE_VALUE
 from ..base.sizes import TOO_LARGE, is_too_large
@@ -23,11 +23,9 @@ from .dataset_types import (
     LANGUAGE_MODELING,
     OPENAI_PREFERENCE,
     PREFERENCE,
-    PROMPT_COMPLETION,
     PROMPT_ONLY,
     TITLES,
     TYPE_FIELDS,
-    UNPAIRED_PREFERENCE,
     field_names,
 )
 from .standard import PART_FIELDS, parts_codes, standard_problems
@@ -128,27 +126,33 @@ class DatasetCheck(RowCheck):
         if self.fmt.max_value_bytes is not None:
             codes.add(TOO_LARGE)
         if self.format != CONVERSATIONAL:
-            codes |= {"not_text", "empty_text"}
-            if kind == IMPLICIT_PREFERENCE:
-                codes.add("implicit_prompt")
-            if self._parts_fields():
-                codes |= parts_codes(self.fmt)
+            codes |= self._standard_codes()
         if self.format != STANDARD and kind != LANGUAGE_MODELING:
-            codes |= set(format_codes(self.fmt))
-            codes.add("prompt_end")
-            if kind != PROMPT_ONLY:
-                codes.add("completion_role")
-            if kind == IMPLICIT_PREFERENCE:
-                codes.add("implicit_prompt")
-            if self.tools_column:
-                codes |= {"bad_tools", "unknown_tool"}
-            if self.images_column:
-                codes.add("image_count")
-            if kind == PROMPT_ONLY and self.fmt.last_role is not None:
-                codes.discard("last_role")
-            if kind == PROMPT_ONLY:  # a prompt alone is never judged as a whole conversation
-                codes -= {"missing_turn", "too_few_messages", "missing_role"}
+            codes |= self._conversational_codes()
         return tuple(code for code in ALL_REASONS if code in codes)
+
+    def _standard_codes(self) -> set[str]:
+        codes = {"not_text", "empty_text"}
+        if self.dataset_type == IMPLICIT_PREFERENCE:
+            codes.add("implicit_prompt")
+        if self._parts_fields():
+            codes |= parts_codes(self.fmt)
+        return codes
+
+    def _conversational_codes(self) -> set[str]:
+        kind = self.dataset_type
+        codes = {*format_codes(self.fmt), "prompt_end"}
+        if kind != PROMPT_ONLY:
+            codes.add("completion_role")
+        if kind == IMPLICIT_PREFERENCE:
+            codes.add("implicit_prompt")
+        if self.tools_column:
+            codes |= {"bad_tools", "unknown_tool"}
+        if self.images_column:
+            codes.add("image_count")
+        if kind == PROMPT_ONLY:  # a prompt alone is never judged as a whole conversation
+            codes -= {"last_role", "missing_turn", "too_few_messages", "missing_role"}
+        return codes
 
     def describe(self) -> str:
         columns = ", ".join(self.column_of(f) for f in self.fields)
@@ -223,78 +227,121 @@ class DatasetCheck(RowCheck):
     def _conversational(
         self, kinds: dict[str, tuple[str, Any]], row: Mapping[str, Any]
     ) -> list[str | None]:
-        fmt = self.fmt
-        codes: list[str | None] = []
-        reads: dict[str, Read] = {}
-        raw: dict[str, list[Any]] = {}
-        for name, (kind, value) in kinds.items():
-            if kind == MISSING_VALUE:
-                codes.append(None if fmt.na_pass else "not_messages")
-                continue
-            if kind in (TEXT, PARTS):
-                codes.append("mixed_format")
-                continue
-            single = self.single_answers() and name != "prompt"
-            messages = messages_in(value, fmt, single=single) if kind == CONV else None
-            if messages is None:
-                codes.append("not_messages")
-                continue
-            raw[name] = messages
-            reads[name] = read_messages(messages, fmt, extras=True)
-        declared = declared_names(row.get(self.tools_column)) if self.tools_column else None
-        images = image_total(row.get(self.images_column)) if self.images_column else None
-        blank = blank_checker(fmt.text_key)
-
-        def judged(read: Read, part: str, whole: bool) -> str | None:
-            return judge(
-                read.roles,
-                read.contents,
-                fmt,
-                blank,
-                read.extras,
-                part=part,
-                declared=declared if whole else None,
-                images=images if whole else None,
+        read = self.read_conversational(kinds, row)
+        fmt, blank = self.fmt, blank_checker(self.fmt.text_key)
+        codes: list[str | None] = [code for code, _, _ in read.found]
+        for judged in read.judged:
+            declared, images = (read.declared, read.images) if judged.whole else (None, None)
+            messages = judged.read
+            codes.append(
+                judge(
+                    messages.roles,
+                    messages.contents,
+                    fmt,
+                    blank,
+                    messages.extras,
+                    part=judged.part,
+                    declared=declared,
+                    images=images,
+                )
             )
-
-        prompt = reads.get("prompt")
-        kind = self.dataset_type
-        if kind == PROMPT_ONLY and prompt is not None:
-            codes.append(judged(prompt, PROMPT, True))
-        elif kind in (PROMPT_COMPLETION, UNPAIRED_PREFERENCE, PREFERENCE):
-            if prompt is not None:
-                codes.append(judged(prompt, PROMPT, False))
-            for name in ("completion", "chosen", "rejected"):
-                answer = reads.get(name)
-                if answer is None:
-                    continue
-                codes.append(judged(answer, COMPLETION, False))
-                if prompt is not None:
-                    codes.append(judged(prompt.then(answer), WHOLE, True))
-            if "chosen" in raw and "rejected" in raw and same_value(raw["chosen"], raw["rejected"]):
-                codes.append("same_pair")
-        elif kind == IMPLICIT_PREFERENCE:
-            codes.extend(
-                judged(reads[name], WHOLE, True) for name in ("chosen", "rejected") if name in reads
-            )
-            if "chosen" in raw and "rejected" in raw:
-                codes.extend(self._implicit(raw, reads, judged))
         return codes
 
-    @staticmethod
-    def _implicit(
-        raw: dict[str, list[Any]],
-        reads: dict[str, Read],
-        judged: Callable[[Read, str, bool], str | None],
-    ) -> list[str | None]:
-        chosen, rejected = raw["chosen"], raw["rejected"]
-        if same_value(chosen, rejected):
-            return ["same_pair"]
-        shared = common_prefix(chosen, rejected)
-        if shared == 0 or shared in (len(chosen), len(rejected)):
-            return ["implicit_prompt"]
-        return [
-            judged(reads["chosen"].head(shared), PROMPT, False),
-            judged(reads["chosen"].tail(shared), COMPLETION, False),
-            judged(reads["rejected"].tail(shared), COMPLETION, False),
-        ]
+    def read_conversational(self, kinds: dict[str, tuple[str, Any]], row: Mapping[str, Any]) -> RowRead:
+        """A conversational row as judged: the problems found reading its values, and the lists
+        of messages judged (`check_row` judges them, `locate_rows` places their problems)."""
+        read = RowRead()
+        raw: dict[str, list[Any]] = {}
+        for name, (kind, value) in kinds.items():
+            code = self._read_value(name, kind, value, raw)
+            if code is not None:
+                read.found.append((code, name, None))
+        if self.tools_column:
+            read.declared = declared_names(row.get(self.tools_column))
+        if self.images_column:
+            read.images = image_total(row.get(self.images_column))
+        reads = {name: read_messages(messages, self.fmt, extras=True) for name, messages in raw.items()}
+        if self.dataset_type == IMPLICIT_PREFERENCE:
+            _implicit(read, raw, reads)
+        else:
+            self._with_prompt(read, raw, reads)
+        return read
+
+    def _read_value(self, name: str, kind: str, value: Any, raw: dict[str, list[Any]]) -> str | None:
+        """The code of a field's value that holds no messages; else its messages go in `raw`."""
+        if kind == MISSING_VALUE:
+            return None if self.fmt.na_pass else "not_messages"
+        if kind in (TEXT, PARTS):
+            return "mixed_format"
+        single = self.single_answers() and name != "prompt"
+        messages = messages_in(value, self.fmt, single=single) if kind == CONV else None
+        if messages is None:
+            return "not_messages"
+        raw[name] = messages
+        return None
+
+    def _with_prompt(self, read: RowRead, raw: dict[str, list[Any]], reads: dict[str, Read]) -> None:
+        """A row with a `prompt` field: the prompt, each answer, and the prompt with each answer."""
+        prompt = reads.get("prompt")
+        if self.dataset_type == PROMPT_ONLY:
+            if prompt is not None:  # a prompt alone: judged with the row's tools and images
+                read.judged.append(Judged(PROMPT, prompt, (("prompt", len(prompt.roles)),), whole=True))
+            return
+        if prompt is not None:
+            read.judged.append(Judged(PROMPT, prompt, (("prompt", len(prompt.roles)),)))
+        for name in ("completion", "chosen", "rejected"):
+            answer = reads.get(name)
+            if answer is None:
+                continue
+            read.judged.append(Judged(COMPLETION, answer, ((name, len(answer.roles)),)))
+            if prompt is not None:
+                sizes = (("prompt", len(prompt.roles)), (name, len(answer.roles)))
+                read.judged.append(Judged(WHOLE, prompt.then(answer), sizes, whole=True))
+        if "chosen" in raw and "rejected" in raw and same_value(raw["chosen"], raw["rejected"]):
+            read.found.append(("same_pair", None, None))
+
+
+class Judged(NamedTuple):
+    """A list of messages judged for a row: its part, the messages, the fields it is made of
+    (field, length), in order; where it starts in a one-field value (a continuation after a
+    shared prompt); and whether it is judged with the row's tools and images."""
+
+    part: str
+    read: Read
+    fields: tuple[tuple[str, int], ...]
+    offset: int = 0
+    whole: bool = False
+
+
+@dataclass
+class RowRead:
+    """A conversational row as judged (`DatasetCheck.read_conversational`): the problems found
+    reading it (code, field or None for the row as a whole, message), what is judged, and the
+    row's declared functions and images (None: no such column)."""
+
+    found: list[tuple[str, str | None, int | None]] = field(default_factory=list)
+    judged: list[Judged] = field(default_factory=list)
+    declared: Any = None
+    images: Any = None
+
+
+def _implicit(read: RowRead, raw: dict[str, list[Any]], reads: dict[str, Read]) -> None:
+    """An implicit preference: each value whole, then the shared prompt and the two continuations
+    (their messages at their index in chosen and rejected)."""
+    for name in ("chosen", "rejected"):
+        if name in reads:
+            read.judged.append(Judged(WHOLE, reads[name], ((name, len(reads[name].roles)),), whole=True))
+    if "chosen" not in raw or "rejected" not in raw:
+        return
+    chosen, rejected = raw["chosen"], raw["rejected"]
+    if same_value(chosen, rejected):
+        read.found.append(("same_pair", None, None))
+        return
+    shared = common_prefix(chosen, rejected)
+    if shared == 0 or shared in (len(chosen), len(rejected)):
+        read.found.append(("implicit_prompt", None, None))
+        return
+    read.judged.append(Judged(PROMPT, reads["chosen"].head(shared), (("chosen", shared),)))
+    for name in ("chosen", "rejected"):
+        tail = reads[name].tail(shared)  # the continuation starts at message `shared`
+        read.judged.append(Judged(COMPLETION, tail, ((name, len(tail.roles)),), offset=shared))

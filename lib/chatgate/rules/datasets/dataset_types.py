@@ -76,19 +76,27 @@ def detect_dataset_type(column_names: Iterable[str]) -> str:
     openai_input, *openai_outputs = TYPE_FIELDS[OPENAI_PREFERENCE]
     if openai_input in present and not set(openai_outputs) & set(present):
         present.remove(openai_input)  # a common column name: a field only beside an OpenAI preference output
-    chat = [name for name in present if name in ("text", *CHAT_FIELDS)]
-    if chat and len(chat) == len(present) == 1:
-        return LANGUAGE_MODELING
-    if not chat:
-        for kind, fields in TYPE_FIELDS.items():
-            if kind != LANGUAGE_MODELING and set(fields) == set(present):
-                return kind
+    found = _type_of(present)
+    if found is not None:
+        return found
     known = ", ".join(f"{k}: {list(TYPE_FIELDS[k])}" for k in DATASET_TYPES[1:])
     raise ValueError(
         f"can't tell the dataset type from the columns {present or sorted(names)}: "
         f"a language modeling table has one of {['text', *CHAT_FIELDS]}, and the others "
         f"have exactly these columns ({known}). Name the type (and map the columns) instead."
     )
+
+
+def _type_of(present: list[str]) -> str | None:
+    """The type whose fields are exactly the fields `present` (a language modeling table has one
+    of its text or chat columns alone), or None."""
+    chat = [name for name in present if name in ("text", *CHAT_FIELDS)]
+    if chat:
+        return LANGUAGE_MODELING if len(chat) == len(present) == 1 else None
+    for kind, fields in TYPE_FIELDS.items():
+        if kind != LANGUAGE_MODELING and set(fields) == set(present):
+            return kind
+    return None
 
 
 def field_names(columns: Mapping[str, str] | None) -> dict[str, str]:

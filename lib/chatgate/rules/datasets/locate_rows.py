@@ -4,7 +4,7 @@ A row check (`checks.RowCheck`) may read several columns: a conversation column
 with the row's `tools` and `images` (`ChatCheck`), a label (`LabelCheck`), the
 columns of a dataset type (`datasets.DatasetCheck`). A problem of a row is then
 a `RowProblem`: its code, the column it was found in, and the index of the
-message in that column's list (as `locate_sites` places it).
+message in that column's list (as `location.sites` places it).
 
 - The column is None for a problem of the row as a whole: a row that mixes
   formats (`mixed_format` under format="auto"), `same_pair`, `implicit_prompt`.
@@ -24,9 +24,9 @@ message in that column's list (as `locate_sites` places it).
   order, in message order, and at one message in table order. The first in
   `ALL_REASONS` order is the row's code (`RowCheck.check_row`).
 
-The walk over a dataset row repeats `DatasetCheck.check_row`'s, keeping where each
-problem is; tests/test_locate_agreement.py pins that both give the same code on
-every labelled example and on the corpus.
+A dataset row is read once for both (`DatasetCheck.read_conversational`): the check judges
+the lists it reads, this module places the problems of the same lists; tests/test_locate_agreement.py
+pins that both give the same code on every labelled example and on the corpus.
 """
 
 from __future__ import annotations
@@ -37,19 +37,17 @@ from typing import Any
 import pyarrow as pa
 
 from ..base.sizes import TOO_LARGE
-from ..base.values import common_prefix, same_value
 from ..check.checks import ChatCheck, LabelCheck, RowCheck, column_values, label_problem
 from ..check.codes import first_reason, reason_rank
-from ..conversation.conversation import COMPLETION, PROMPT, WHOLE
-from ..formats.messages import Read, image_total, messages_in, read_messages
+from ..formats.messages import image_total
 from ..formats.tools import declared_names
 from ..location.locate import locate_array, problems_of
 from ..location.sites import Problem, RowProblem, problems_in
-from .dataset_check import DatasetCheck
-from .dataset_types import IMPLICIT_PREFERENCE, OPENAI_PREFERENCE, PROMPT_ONLY
+from .dataset_check import DatasetCheck, Judged
+from .dataset_types import IMPLICIT_PREFERENCE, OPENAI_PREFERENCE
 from .openai_preference import located
 from .standard import standard_problems
-from .value_formats import CONV, MISSING_VALUE, PARTS, STANDARD, TEXT
+from .value_formats import STANDARD
 
 
 def row_problems(check: RowCheck, row: Mapping[str, Any]) -> list[RowProblem]:
@@ -134,105 +132,33 @@ def _standard(check: DatasetCheck, kinds: dict[str, tuple[str, Any]]) -> list[Ro
     return [RowProblem(code, None if name is None else check.column_of(name), None) for code, name in found]
 
 
-class _Parts:
-    """The parts of one conversational row, judged as `DatasetCheck._conversational` judges them."""
-
-    def __init__(self, check: DatasetCheck, row: Mapping[str, Any]) -> None:
-        self.check = check
-        self.declared = declared_names(row.get(check.tools_column)) if check.tools_column else None
-        self.images = image_total(row.get(check.images_column)) if check.images_column else None
-        self.found: list[RowProblem] = []
-
-    def judge(self, read: Read, part: str, *columns: tuple[str, int], offset: int = 0) -> None:
-        """Problems of `read` judged as `part`. `columns` are (field, length) of the lists it is
-        made of, in order, so that each message is placed in its own column; `offset` is
-        where `read` starts in a one-column value (a continuation after a shared prompt).
-        A whole conversation is judged with the row's tools and images."""
-        whole = part == WHOLE or (part == PROMPT and self.check.dataset_type == PROMPT_ONLY)
-        declared, images = (self.declared, self.images) if whole else (None, None)
-        for p in problems_in(read, self.check.fmt, part=part, declared=declared, images=images):
-            self.found.append(self._placed(p, columns, offset))
-
-    def _placed(self, problem: Problem, columns: tuple[tuple[str, int], ...], offset: int) -> RowProblem:
-        if problem.code == "bad_tools":
-            return RowProblem(problem.code, self.check.tools_column, None)
-        last = columns[-1][0]
-        message = problem.message
-        if message is None:  # the whole conversation: the column of its last part
-            return RowProblem(problem.code, self.check.column_of(last), None)
-        for name, size in columns:
-            if message < size or name == last:
-                return RowProblem(problem.code, self.check.column_of(name), message + offset)
-            message -= size
-        raise AssertionError("unreachable: the last column takes what is left")
-
-
 def _conversational(
     check: DatasetCheck, kinds: dict[str, tuple[str, Any]], row: Mapping[str, Any]
 ) -> list[RowProblem]:
-    """`DatasetCheck._conversational`, each problem in its column."""
-    fmt = check.fmt
-    parts = _Parts(check, row)
-    reads: dict[str, Read] = {}
-    raw: dict[str, list[Any]] = {}
-    for name, (kind, value) in kinds.items():
-        code = None
-        if kind == MISSING_VALUE:
-            code = None if fmt.na_pass else "not_messages"
-        elif kind in (TEXT, PARTS):
-            code = "mixed_format"
-        else:
-            single = check.single_answers() and name != "prompt"
-            messages = messages_in(value, fmt, single=single) if kind == CONV else None
-            if messages is None:
-                code = "not_messages"
-            else:
-                raw[name] = messages
-                reads[name] = read_messages(messages, fmt, extras=True)
-        if code is not None:
-            parts.found.append(RowProblem(code, check.column_of(name), None))
-    prompt = reads.get("prompt")
-    if check.dataset_type == PROMPT_ONLY:
-        if prompt is not None:
-            parts.judge(prompt, PROMPT, ("prompt", len(prompt.roles)))
-    elif check.dataset_type == IMPLICIT_PREFERENCE:
-        _implicit(parts, raw, reads)
-    else:
-        if prompt is not None:
-            parts.judge(prompt, PROMPT, ("prompt", len(prompt.roles)))
-        for name in ("completion", "chosen", "rejected"):
-            answer = reads.get(name)
-            if answer is None:
-                continue
-            parts.judge(answer, COMPLETION, (name, len(answer.roles)))
-            if prompt is not None:
-                sizes = (("prompt", len(prompt.roles)), (name, len(answer.roles)))
-                parts.judge(prompt.then(answer), WHOLE, *sizes)
-        if "chosen" in raw and "rejected" in raw and same_value(raw["chosen"], raw["rejected"]):
-            parts.found.append(RowProblem("same_pair", None, None))
-    return parts.found
+    """`DatasetCheck._conversational`'s row as it reads it, each problem in its column."""
+    read = check.read_conversational(kinds, row)
+    found = [RowProblem(code, None if name is None else check.column_of(name), at) for code, name, at in read.found]
+    for judged in read.judged:
+        declared, images = (read.declared, read.images) if judged.whole else (None, None)
+        problems = problems_in(judged.read, check.fmt, part=judged.part, declared=declared, images=images)
+        found.extend(_placed(check, p, judged) for p in problems)
+    return found
 
 
-def _implicit(parts: _Parts, raw: dict[str, list[Any]], reads: dict[str, Read]) -> None:
-    """`DatasetCheck`'s implicit preference: each value whole, then the shared prompt and the
-    two continuations (their messages placed at their index in chosen and rejected)."""
-    for name in ("chosen", "rejected"):
-        if name in reads:
-            parts.judge(reads[name], WHOLE, (name, len(reads[name].roles)))
-    if "chosen" not in raw or "rejected" not in raw:
-        return
-    chosen, rejected = raw["chosen"], raw["rejected"]
-    if same_value(chosen, rejected):
-        parts.found.append(RowProblem("same_pair", None, None))
-        return
-    shared = common_prefix(chosen, rejected)
-    if shared == 0 or shared in (len(chosen), len(rejected)):
-        parts.found.append(RowProblem("implicit_prompt", None, None))
-        return
-    parts.judge(reads["chosen"].head(shared), PROMPT, ("chosen", shared))
-    for name in ("chosen", "rejected"):
-        tail = reads[name].tail(shared)  # the continuation starts at message `shared`
-        parts.judge(tail, COMPLETION, (name, len(tail.roles)), offset=shared)
+def _placed(check: DatasetCheck, problem: Problem, judged: Judged) -> RowProblem:
+    """A problem of a judged list placed in the column its message is in (a whole conversation's
+    own problem in the column of its last part; malformed tools in the tools column)."""
+    if problem.code == "bad_tools":
+        return RowProblem(problem.code, check.tools_column, None)
+    last = judged.fields[-1][0]
+    message = problem.message
+    if message is None:
+        return RowProblem(problem.code, check.column_of(last), None)
+    for name, size in judged.fields:
+        if message < size or name == last:
+            return RowProblem(problem.code, check.column_of(name), message + judged.offset)
+        message -= size
+    raise AssertionError("unreachable: the last column takes what is left")
 
 
 # --- Arrow batches, for the engines -------------------------------------------------------

@@ -61,21 +61,24 @@ def classify(value: Any, mode: str, parts: str | None = None) -> tuple[str, Any]
         except UnicodeDecodeError:
             return (OTHER if mode == STANDARD else BROKEN), None
     if isinstance(value, str):
-        if mode == STANDARD and parts is None:
-            return TEXT, value
-        start = value.lstrip()[:1]
-        if start in ("[", "{"):
-            decoded = parse_json(str(value))
-            if decoded is not NOT_JSON and (isinstance(decoded, Mapping) or is_sequence(decoded)):
-                if parts is not None and is_parts(decoded, parts):
-                    return PARTS, decoded
-                return (TEXT, value) if mode == STANDARD else (CONV, decoded)
-            if mode == CONVERSATIONAL:
-                return BROKEN, None
-        return TEXT, value
+        return _classify_text(value, mode, parts)
     if isinstance(value, Mapping) or is_sequence(value):
         return (PARTS, value) if parts is not None and is_parts(value, parts) else (CONV, value)
     return OTHER, value
+
+
+def _classify_text(value: str, mode: str, parts: str | None) -> tuple[str, Any]:
+    """`classify` of a string: JSON text of a list or an object, or other text."""
+    if mode == STANDARD and parts is None:
+        return TEXT, value
+    if value.lstrip()[:1] not in ("[", "{"):
+        return TEXT, value
+    decoded = parse_json(str(value))
+    if decoded is NOT_JSON or not (isinstance(decoded, Mapping) or is_sequence(decoded)):
+        return (BROKEN, None) if mode == CONVERSATIONAL else (TEXT, value)
+    if parts is not None and is_parts(decoded, parts):
+        return PARTS, decoded
+    return (TEXT, value) if mode == STANDARD else (CONV, decoded)
 
 
 def value_format(value: Any) -> str | None:
