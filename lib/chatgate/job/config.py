@@ -6,8 +6,6 @@ a typo fails at start-up with the key's name, not an hour into the run.
 
 from __future__ import annotations
 
-import hashlib
-import os
 import re
 import secrets
 import unicodedata
@@ -33,11 +31,12 @@ from ..rules import (
 from ..rules.check.options import chat_options, from_text, kind_of
 from ..step_params import TURNS, Turns
 from ..thresholds import Thresholds
-from .config_warnings import checked
+from .config_warnings import check_whole
 from .embedded import EmbeddedConfig
 from .locations import check_locations
 from .registry import DEFAULT_BACKEND, backend
 from .since import SINCE_LAST
+from .stream_config import AVAILABLE_NOW, StreamConfig
 
 _CHECK_KEYS = tuple(f.name for f in fields(ChatFormat))
 RUN_ID_MAX_LENGTH = 250
@@ -90,36 +89,6 @@ class OutputConfig:
     summary: str
     valid: str | None = None
     fixed: str | None = None
-
-
-AVAILABLE_NOW = "available-now"
-_INTERVAL = re.compile(r"\d+(\.\d+)?\s*(milliseconds?|ms|seconds?|s|minutes?|min|hours?|h)", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class StreamConfig:
-    """A Structured Streaming run: where the stream keeps its progress, and when it reads."""
-
-    checkpoint: str
-    trigger: str = AVAILABLE_NOW
-    """available-now: everything new, in micro-batches, then stop; or an interval ("30 seconds")."""
-
-    def __post_init__(self) -> None:
-        if not str(self.checkpoint).strip():
-            raise ConfigError("checkpoint: name where the stream keeps its progress (--checkpoint PATH)")
-        if self.trigger != AVAILABLE_NOW and not _INTERVAL.fullmatch(str(self.trigger).strip()):
-            raise ConfigError(
-                f"trigger: {self.trigger!r} is neither {AVAILABLE_NOW!r} nor an interval such as '30 seconds'"
-            )
-
-    def location(self) -> str:
-        """The checkpoint as a path or URL (never a catalog name)."""
-        text = str(self.checkpoint)
-        return text if "://" in text or text.startswith("file:") else os.path.abspath(text)
-
-    def stream_id(self) -> str:
-        """The stream's id when none is given: the same for every restart from this checkpoint."""
-        return "stream-" + hashlib.sha256(self.location().encode("utf-8")).hexdigest()[:12]
 
 
 @dataclass(frozen=True)
@@ -230,7 +199,9 @@ _DATASET_KEYS = {"type", "format", "columns", "tools_column", "images_column"}
 def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> JobConfig:
     """The job config from a YAML file (optional) with flag `overrides` on top."""
     raw = _read_yaml(Path(path)) if path is not None else {}
-    return checked(build_config(raw, overrides or {}))
+    config = build_config(raw, overrides or {})
+    check_whole([step.column for step in config.steps], config.thresholds)
+    return config
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:

@@ -8,23 +8,18 @@ run still means something (the later level is reached first).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
 from ..thresholds import LEVELS, Thresholds
 
-if TYPE_CHECKING:
-    from .config import JobConfig
-
 log = logging.getLogger("chatgate")
 
 
-def checked(config: JobConfig) -> JobConfig:
-    """`config`, once no column is named twice; a warning for each pair of thresholds out of order."""
-    refuse_repeated_columns([step.column for step in config.steps])
-    for line in threshold_order_warnings(config.thresholds):
+def check_whole(columns: list[str], thresholds: Thresholds) -> None:
+    """Refuse a column named twice; a warning for each pair of thresholds out of order."""
+    refuse_repeated_columns(columns)
+    for line in threshold_order_warnings(thresholds):
         log.warning(line)
-    return config
 
 
 def refuse_repeated_columns(columns: list[str]) -> None:

@@ -20,11 +20,12 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..engines.lakehouse import LakehouseEngine
-from .config import AVAILABLE_NOW, JobConfig
+from .config import JobConfig
 from .locations import check_locations
 from .outputs import ReadScope
 from .registry import backend, store_for
 from .runner import EXIT_OK, RunResult, check_rows, engine_for_job, prepared_checks
+from .stream_config import AVAILABLE_NOW
 from .writes import Lakehouse
 
 log = logging.getLogger("chatgate.job")
