@@ -94,18 +94,18 @@ def run(config: JobConfig, engine: LakehouseEngine | None = None) -> RunResult:
     A failure the engine or the store recognises (out of memory, a full disk, a corrupt
     log) is raised as their one-line explanation of it, chained to the original.
     """
+    lake = lakehouse_for(config, engine)
+    return lake.explaining(lambda: _run(config, lake))
+
+
+def lakehouse_for(config: JobConfig, engine: LakehouseEngine | None = None) -> Lakehouse:
+    """The config's engine (or `engine`) with its store; on a catalog, the tables are compared by
+    the location their catalog gives, before anything is read."""
     engine = engine or engine_for_job(config)
     lake = Lakehouse(engine, store_for(engine, config.engine))
     if backend(config.engine).catalog:
-        # Catalog tables are compared by the location their catalog gives, before anything is read.
         check_locations(config.tables(), catalog_names=True, catalog_location=lake.store.location)
-    try:
-        return _run(config, lake)
-    except Exception as error:
-        explained = lake.explain(error)
-        if explained is None:
-            raise
-        raise explained from error
+    return lake
 
 
 def _run(config: JobConfig, lake: Lakehouse) -> RunResult:

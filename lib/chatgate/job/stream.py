@@ -21,10 +21,8 @@ from typing import Any
 
 from ..engines.lakehouse import LakehouseEngine
 from .config import JobConfig
-from .locations import check_locations
 from .outputs import ReadScope
-from .registry import backend, store_for
-from .runner import EXIT_OK, RunResult, check_rows, engine_for_job, prepared_checks
+from .runner import EXIT_OK, RunResult, check_rows, lakehouse_for, prepared_checks
 from .stream_config import AVAILABLE_NOW
 from .writes import Lakehouse
 
@@ -51,17 +49,8 @@ def run_stream(config: JobConfig, engine: LakehouseEngine | None = None) -> Stre
     (with the available-now trigger: once every commit there when it started is checked)."""
     if config.stream is None:
         raise ValueError("run_stream needs a config with stream settings")
-    engine = engine or engine_for_job(config)
-    lake = Lakehouse(engine, store_for(engine, config.engine))
-    if backend(config.engine).catalog:
-        check_locations(config.tables(), catalog_names=True, catalog_location=lake.store.location)
-    try:
-        return _run_stream(config, lake)
-    except Exception as error:
-        explained = lake.explain(error)
-        if explained is None:
-            raise
-        raise explained from error
+    lake = lakehouse_for(config, engine)
+    return lake.explaining(lambda: _run_stream(config, lake))
 
 
 def _run_stream(config: JobConfig, lake: Lakehouse) -> StreamResult:

@@ -50,6 +50,17 @@ class Lakehouse:
         """The one line the engine, else the store, gives for `error` (None: neither knows it)."""
         return self.engine.explain(error) or self.store.explain(error)
 
+    def explaining(self, work: Callable[[], T]) -> T:
+        """`work()`; a failure the engine or the store recognises (out of memory, a full disk, a
+        corrupt log) is raised as their one-line explanation of it, chained to the original."""
+        try:
+            return work()
+        except Exception as error:
+            explained = self.explain(error)
+            if explained is None:
+                raise
+            raise explained from error
+
 
 @dataclass
 class Output:
