@@ -23,12 +23,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from .engines import engine_for
+from .engines.base import Engine
 from .names import MESSAGE, REASON, REASONS
 from .rules import ChatCheck, RowCheck, dataset_checks, message_indices, row_problems_array
 from .rules.datasets.locate_rows import ROW_PROBLEM_TYPE
@@ -115,30 +116,85 @@ class Verdicts:
 @dataclass(frozen=True)
 class _Gate:
     verdicts: Verdicts
+    kind: _Kind
 
     def annotated(self, table: Any) -> Any:
-        if isinstance(table, pa.Table):
-            return _arrow_annotated(table, self.verdicts)
-        if type(table).__module__.startswith("polars") and type(table).__name__ == "LazyFrame":
-            return _lazy_annotated(table, self.verdicts)
-        engine = engine_for(table)
-        columns = engine.columns(table)
-        layout = {c: c for c in columns} | {name: name for name in self.verdicts.added.names}
-        return engine.with_computed_columns(table, self.verdicts.inputs, self.verdicts.added, self.verdicts, layout)
+        return self.kind.annotated(table, self.verdicts)
 
     def rows(self, annotated: Any, *, failing: bool) -> Any:
-        added = self.verdicts.added.names
-        if isinstance(annotated, pa.Table):
-            kept = annotated.filter(pc.is_valid(annotated[REASON]) if failing else pc.is_null(annotated[REASON]))
-            return kept if failing else kept.drop_columns(added)
-        if type(annotated).__module__.startswith("polars") and type(annotated).__name__ == "LazyFrame":
-            import polars as pl
+        kept = self.kind.where_reason(annotated, failing=failing)
+        return kept if failing else self.kind.drop(kept, self.verdicts.added.names)
 
-            kept = annotated.filter(pl.col(REASON).is_not_null() if failing else pl.col(REASON).is_null())
-            return kept if failing else kept.drop(added)
-        engine = engine_for(annotated)
-        kept = engine.where_reason(annotated, REASON, present=failing)
-        return kept if failing else engine.drop_columns(kept, added)
+
+class _Kind(Protocol):
+    """What the gate asks of a kind of table: its columns, the verdicts added, rows kept, columns dropped."""
+
+    def columns(self, table: Any) -> list[str]: ...
+    def annotated(self, table: Any, verdicts: Verdicts) -> Any: ...
+    def where_reason(self, table: Any, *, failing: bool) -> Any: ...
+    def drop(self, table: Any, names: list[str]) -> Any: ...
+
+
+@dataclass(frozen=True)
+class _OnEngine:
+    """A table an engine takes (Spark, Ibis, Polars and pandas DataFrames): the engine computes."""
+
+    engine: Engine
+
+    def columns(self, table: Any) -> list[str]:
+        return self.engine.columns(table)
+
+    def annotated(self, table: Any, verdicts: Verdicts) -> Any:
+        layout = {c: c for c in self.engine.columns(table)} | {name: name for name in verdicts.added.names}
+        return self.engine.with_computed_columns(table, verdicts.inputs, verdicts.added, verdicts, layout)
+
+    def where_reason(self, table: Any, *, failing: bool) -> Any:
+        return self.engine.where_reason(table, REASON, present=failing)
+
+    def drop(self, table: Any, names: list[str]) -> Any:
+        return self.engine.drop_columns(table, names)
+
+
+class _OnArrow:
+    """A PyArrow table, computed batch by batch in memory."""
+
+    def columns(self, table: Any) -> list[str]:
+        return list(table.column_names)
+
+    def annotated(self, table: Any, verdicts: Verdicts) -> Any:
+        return _arrow_annotated(table, verdicts)
+
+    def where_reason(self, table: Any, *, failing: bool) -> Any:
+        return table.filter(pc.is_valid(table[REASON]) if failing else pc.is_null(table[REASON]))
+
+    def drop(self, table: Any, names: list[str]) -> Any:
+        return table.drop_columns(names)
+
+
+class _OnLazyPolars:
+    """A Polars LazyFrame: the verdicts are an expression of its plan."""
+
+    def columns(self, table: Any) -> list[str]:
+        return list(table.collect_schema().names())
+
+    def annotated(self, table: Any, verdicts: Verdicts) -> Any:
+        return _lazy_annotated(table, verdicts)
+
+    def where_reason(self, table: Any, *, failing: bool) -> Any:
+        import polars as pl
+
+        return table.filter(pl.col(REASON).is_not_null() if failing else pl.col(REASON).is_null())
+
+    def drop(self, table: Any, names: list[str]) -> Any:
+        return table.drop(names)
+
+
+def _kind_of(table: Any) -> _Kind:
+    if isinstance(table, pa.Table):
+        return _OnArrow()
+    if type(table).__module__.startswith("polars") and type(table).__name__ == "LazyFrame":
+        return _OnLazyPolars()
+    return _OnEngine(engine_for(table))
 
 
 def _gate(
@@ -154,7 +210,8 @@ def _gate(
     if turns not in TURNS:
         raise ValueError(f"turns= must be one of {list(TURNS)}, not {turns!r}")
     fmt = format_from(**options)
-    names = _column_names(table)
+    kind = _kind_of(table)
+    names = kind.columns(table)
     taken = set(names) & {REASON, MESSAGE, REASONS}
     if taken:
         raise ValueError(f"the table already has {sorted(taken)}, which chatgate adds: rename or drop them first")
@@ -165,7 +222,7 @@ def _gate(
     missing = [c for check in checks for c in check.columns if c not in names]
     if missing:
         raise ValueError(f"no column {missing[0]!r} in the table; its columns: {names}")
-    return _Gate(Verdicts(tuple(checks), turns))
+    return _Gate(Verdicts(tuple(checks), turns), kind)
 
 
 def _dataset_checks(
@@ -185,14 +242,6 @@ def _chat_checks(columns: Columns, fmt: Any, tools_column: str | None, images_co
     if not chat or isinstance(columns, Mapping):
         raise ValueError("name the chat column to check (or several), or a dataset_type=")
     return [ChatCheck(column, fmt, tools_column, images_column) for column in chat]
-
-
-def _column_names(table: Any) -> list[str]:
-    if isinstance(table, pa.Table):
-        return list(table.column_names)
-    if type(table).__module__.startswith("polars") and type(table).__name__ == "LazyFrame":
-        return list(table.collect_schema().names())
-    return engine_for(table).columns(table)
 
 
 def _arrow(values: Any) -> pa.Array:
