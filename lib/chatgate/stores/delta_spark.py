@@ -32,7 +32,6 @@ from .delta_spark_sql import (
     is_not_a_delta_path,
     is_path,
     path_ref,
-    quoted,
     table_ref,
 )
 from .deltalake_store import CHANGE_COLUMNS, CHANGE_DATA_FEED, INSERTED
@@ -222,7 +221,7 @@ class DeltaSparkStore(TableStore):
         try:
             if not self.spark.catalog.tableExists(target):
                 return None
-            ref = ".".join(quoted(p) for p in target.split("."))
+            ref = table_ref(target.split("."))
             return str(self.spark.sql(f"DESCRIBE DETAIL {ref}").collect()[0]["location"])
         except Exception:  # noqa: BLE001 - a name Spark can't parse, or a view: compared by name
             return None
@@ -239,7 +238,7 @@ class DeltaSparkStore(TableStore):
     def changes(self, source: str, since: int, until: int) -> ChangedRows:
         from pyspark.sql import functions as F
 
-        ref = path_ref(source) if is_path(source) else ".".join(quoted(p) for p in source.split("."))
+        ref = path_ref(source) if is_path(source) else table_ref(source.split("."))
         detail = self.spark.sql(f"DESCRIBE DETAIL {ref}").collect()[0]
         snapshot = self._load(self._reader().option("versionAsOf", until), source)
         if since >= until:
