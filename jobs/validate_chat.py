@@ -7,11 +7,10 @@
 import sys
 
 from chatgate.cli import add_run_arguments, run_from_args
+from chatgate.cli_errors import ShortErrorParser
 
 if __name__ == "__main__":
-    import argparse
-
-    parser = add_run_arguments(argparse.ArgumentParser(prog="validate_chat.py", allow_abbrev=False))
+    parser = add_run_arguments(ShortErrorParser(prog="validate_chat.py", allow_abbrev=False))
     args = parser.parse_args()
     args.engine = "spark"
     sys.exit(run_from_args(args))

@@ -106,6 +106,21 @@ def test_spark_submit_writes_every_failing_row_and_conserves_rows(lake, first_ru
     assert "status: 0" in first_run.stdout
 
 
+def test_spark_logs_at_warn_under_spark_submit(first_run):
+    """Spark's INFO log (thousands of lines a run) would bury the job's own lines."""
+    info = [line for line in first_run.stderr.splitlines() if " INFO " in line]
+    assert len(info) <= 5, info[:20]
+
+
+def test_a_mistyped_flag_is_one_short_error_under_spark_submit(lake):
+    path, _ = lake
+    done = _spark_submit(*_flags(path, "--last-rol", "assistant"))
+    assert done.returncode == 2
+    printed = done.stdout + done.stderr  # spark-submit sends the driver's stderr to its stdout
+    assert "validate_chat.py: error: unknown flag --last-rol; did you mean --last-role?" in printed
+    assert "usage:" not in printed
+
+
 def test_rerun_with_the_same_run_id_gives_identical_outputs(lake, first_run):
     path, _ = lake
     before = {name: _read(path / name) for name in ("chat_quarantine", "chat_summary", "chats_valid")}

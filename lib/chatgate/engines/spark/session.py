@@ -103,6 +103,8 @@ def _session_conf(
     """The master and settings of a new session: Delta's, then `extra_conf`, then a local session's defaults."""
     conf = delta_conf(launched)
     conf.update({key: _conf_value(value) for key, value in extra_conf.items()})
+    if _log_level_free(launched, conf):
+        conf[LOG_LEVEL_CONF] = DEFAULT_LOG_LEVEL
     conf_master = conf.pop("spark.master", None)
     master = master or conf_master or launched.get("spark.master") or "local[*]"
     if master.startswith("local"):
@@ -112,6 +114,22 @@ def _session_conf(
             if key not in conf and key not in launched:
                 conf[key] = value
     return master, conf
+
+
+LOG_LEVEL_CONF = "spark.log.level"
+DEFAULT_LOG_LEVEL = "WARN"
+"""Spark's own log level in a session chatgate starts: its INFO lines (thousands a run) bury the job's."""
+
+
+def _log_level_free(launched: Mapping[str, str], conf: Mapping[str, str]) -> bool:
+    """Whether no one chose Spark's log level: no `spark.log.level`, no log4j settings of one's own."""
+    if LOG_LEVEL_CONF in launched or LOG_LEVEL_CONF in conf:
+        return False
+    options = "spark.driver.extraJavaOptions"
+    if "log4j" in launched.get(options, "") + conf.get(options, ""):
+        return False
+    conf_dir = os.environ.get("SPARK_CONF_DIR") or os.path.join(os.environ.get("SPARK_HOME", ""), "conf")
+    return not os.path.exists(os.path.join(conf_dir, "log4j2.properties"))
 
 
 def local_defaults(master: str) -> dict[str, str]:
