@@ -90,8 +90,6 @@ def changed(fmt: ChatFormat, changes: Iterable[Change]) -> ChatFormat:
             new.update(_undone(fmt, change.name))
     for change in changes:
         new[change.name] = change.value
-        if change.name == "role_map":
-            new["role_map"] = {**(fmt.role_map or {}), **change.value}
     return replace(fmt, **new)
 
 
@@ -136,7 +134,7 @@ def key_changes(fmt: ChatFormat, values: Iterable[Any], images: bool) -> list[Ch
     parts = [p for m in messages for p in _text_parts(m)]
     found += [Change("text_key", key) for key in _keys_instead(parts, fmt.text_key, _is_text, ("type",))]
     aliases = _aliases(messages, fmt, (fmt.role_key, *roles))
-    found += [Change("role_map", aliases)] if aliases else []
+    found += [Change("role_map", {**(fmt.role_map or {}), **aliases})] if aliases else []
     if images:
         found += [Change("image_token", token) for token in _image_tokens(messages, fmt.image_token)]
     return [change for change in found if change.value != getattr(fmt, change.name)]
@@ -188,7 +186,8 @@ def _text_parts(message: Mapping[Any, Any]) -> Iterator[Mapping[Any, Any]]:
 
 
 def _aliases(messages: list[Mapping[Any, Any]], fmt: ChatFormat, keys: tuple[str, ...]) -> dict[str, str]:
-    """Known aliases of roles (`ROLE_ALIASES`: human, gpt, bot, model) used as roles."""
+    """Known aliases of roles (`ROLE_ALIASES`: human, gpt, bot, model) used as roles (the map
+    suggested holds the aliases given too, as `--role-map` replaces them)."""
     known = set(fmt.roles) | set(fmt.role_aliases or {})
     tags = {m.get(key) for m in messages for key in keys}
     return {tag: ROLE_ALIASES[tag] for tag in sorted(t for t in tags if isinstance(t, str)) if tag in ROLE_ALIASES and tag not in known}
