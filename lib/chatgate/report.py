@@ -46,6 +46,37 @@ def _esc(text: str) -> str:
     return html.escape(text, quote=False)
 
 
+MOST_ROWS_FAIL = 0.5
+"""A step without thresholds that fails more than this fraction of its rows is flagged in the
+reports ("most rows fail"): with no level to reach, nothing else would mark it."""
+
+FLAG_WORDS = "most rows fail"
+FLAG_MARK = "⚑"
+
+
+def most_rows_fail(failed: int | None, units: int | None) -> bool:
+    """Whether `failed` is more than half (`MOST_ROWS_FAIL`) of `units`.
+
+    >>> most_rows_fail(3, 5), most_rows_fail(2, 4), most_rows_fail(0, 0), most_rows_fail(None, 4)
+    (True, False, False, False)
+    """
+    return bool(failed and units and failed / units > MOST_ROWS_FAIL)
+
+
+def flagged(step: Step) -> bool:
+    """A step with no thresholds at all that fails most of its rows (see `MOST_ROWS_FAIL`)."""
+    return step.thresholds.is_empty() and most_rows_fail(step.failed, step.units)
+
+
+def flag_note(step: Step) -> str:
+    """'Step 2: ⚑ most rows fail (100%) and the step has no thresholds, so no level marks it.'"""
+    share = (step.failed or 0) / (step.units or 1)
+    return (
+        f"Step {step.i}: {FLAG_MARK} {FLAG_WORDS} ({share:.0%}) and the step has no thresholds, "
+        "so no level marks it."
+    )
+
+
 HEADERS = ("STEP", "COLUMNS", "VALUES", "TBL", "EVAL", "UNITS", "PASS", "FAIL", "W", "E", "C", "EXT")
 DASH = "—"
 
@@ -95,7 +126,9 @@ def _title(v: Validation) -> str:
 
 
 def notes(v: Validation) -> list[str]:
-    return [note for step in v.steps if (note := step.note())]
+    """The steps' notes, then a flag line for each step without thresholds that fails most rows."""
+    found = [note for step in v.steps if (note := step.note())]
+    return found + [flag_note(step) for step in v.steps if flagged(step)]
 
 
 def render_text(v: Validation, planned: int) -> str:

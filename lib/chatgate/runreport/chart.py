@@ -12,12 +12,40 @@ from __future__ import annotations
 
 import io
 import re
+import zlib
 
-from ..rules import reason_rank
-from .examples import clip
+from ..rules import ALL_REASONS, reason_rank
 from .model import HistoryPoint
+from .window import clip
 
 RUN_LABEL_CHARS = 18
+
+PALETTE = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+    "#bcbd22", "#17becf", "#0000ff", "#ff00ff", "#00ff00", "#ffcc99", "#0066ff", "#99cc99",
+    "#ccccff", "#666600", "#660099", "#ff0099", "#006633", "#cc66ff", "#990066", "#ff9999",
+    "#990033", "#003399", "#cc9933", "#006666", "#cc6633", "#00cc99", "#9933ff", "#ff0066",
+    "#66cc00", "#663366", "#6699ff", "#ff0000", "#ffcc00", "#cccccc", "#663300", "#99cc66",
+    "#ff6699", "#ff00cc", "#999966", "#66ccff", "#cc99cc", "#336600", "#993399", "#3300cc",
+)  # fmt: skip
+"""48 colors, each far from the others (matplotlib's tab10, then web colors picked one by one as
+far as possible, in CIELAB, from those already taken): one per reason code, more than there are."""
+
+
+def reason_color(reason: str) -> str:
+    """The color of a reason code: the palette's color at the code's place in `ALL_REASONS`, so
+    no two codes share one and a code keeps its color from run to run. A code this version
+    doesn't declare (a table written by another version) takes one of the palette's spare colors,
+    chosen by the code's checksum.
+
+    >>> reason_color("too_large"), reason_color("no_messages") != reason_color("first_role")
+    ('#1f77b4', True)
+    """
+    rank = reason_rank(reason)
+    if rank < len(ALL_REASONS):
+        return PALETTE[rank % len(PALETTE)]  # the palette has room for every code (a test says so)
+    spare = PALETTE[len(ALL_REASONS) :] or PALETTE
+    return spare[zlib.crc32(reason.encode()) % len(spare)]
 
 
 def history_svg(history: list[HistoryPoint], chosen: str) -> str:
@@ -32,7 +60,6 @@ def history_svg(history: list[HistoryPoint], chosen: str) -> str:
     positions = list(range(len(history)))
     bottoms = [0] * len(history)
     # Colors follow the reasons' global order: a reason keeps its color from report to report.
-    colors = matplotlib.colormaps["tab20"]
     for reason in reasons:
         heights = [point.reasons.get(reason, 0) for point in history]
         ax.bar(
@@ -41,7 +68,7 @@ def history_svg(history: list[HistoryPoint], chosen: str) -> str:
             bottom=bottoms,
             width=0.7,
             label=reason,
-            color=colors(reason_rank(reason) % 20),
+            color=reason_color(reason),
         )
         bottoms = [b + h for b, h in zip(bottoms, heights)]
     labels = [clip(point.run_id, RUN_LABEL_CHARS) for point in history]

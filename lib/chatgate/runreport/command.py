@@ -71,7 +71,10 @@ def add_report_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         type=_count(20),
         default=DEFAULT_CHARS,
         metavar="N",
-        help=f"characters shown of each value, cut with '…' (default: {DEFAULT_CHARS})",
+        help=(
+            f"characters shown of each value, about (default: {DEFAULT_CHARS}); a longer conversation "
+            "shows its start and the message at fault, with the length left out between them"
+        ),
     )
     p.add_argument("--debug", action="store_true", help="on failure, print the whole traceback")
     return p

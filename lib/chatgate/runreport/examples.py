@@ -7,7 +7,6 @@ reason, and stops as soon as every reason the summary lists has its examples.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +16,7 @@ import pyarrow.compute as pc
 from ..names import COLUMN, JOB_RESERVED, MESSAGE, REASON, RUN_ID, STEP
 from .model import Example, ReasonExamples, StepSummary
 from .tables import require_columns
+from .window import as_text, clip, message_window
 
 QUARANTINE_COLUMNS = (REASON, STEP, COLUMN, RUN_ID)
 RESERVED = frozenset(JOB_RESERVED)
@@ -95,24 +95,15 @@ def _collect(
     for row, (_, (step, reason)) in zip(picked, take):
         checked, others = shown[step]
         message = row.get(MESSAGE) if has_message else None
+        at = None if message is None else int(message)
         found[(step, reason)].append(
             Example(
-                values={c: clip(as_text(row[c]), chars) for c in checked},
+                # A long conversation shows its start and the message at fault, not only its start.
+                values={c: message_window(row[c], at, chars) for c in checked},
                 others={c: clip(as_text(row[c]), OTHER_CHARS) for c in others},
-                message=None if message is None else int(message),
+                message=at,
             )
         )
 
 
-def as_text(value: Any) -> str:
-    """A cell as a person reads it: text as it is, lists and mappings as JSON, null as 'null'."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, (bytes, bytearray)):
-        return repr(bytes(value))
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def clip(text: str, chars: int) -> str:
-    """`text` cut to `chars` characters, '…' marking a cut."""
-    return text if len(text) <= chars else text[: chars - 1] + "…"
+__all__ = ["as_text", "clip", "find_examples"]

@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from .._version import __version__
+from ..report import FLAG_MARK, FLAG_WORDS
 from ..steps import failure_sentence
 from .chart import history_svg
+from .look import MONO, make_gt
 from .model import LEVELS, ReasonExamples, RunReport, StepSummary
-from .tabular import MONO, StepRow, make_gt, steps_table
+from .tabular import StepRow, steps_table
 
 if TYPE_CHECKING:
     from great_tables import GT
@@ -82,12 +84,19 @@ def steps_gt(report: RunReport) -> GT:
         for s in report.steps
         if s.failed
     ]
+    rows = [_step_row(s) for s in report.steps]
+    notes += [
+        f"Step {row.i} ({row.columns}): {FLAG_MARK} {FLAG_WORDS} ({(row.failed or 0) / (row.units or 1):.0%}) "
+        "and the step reached no level."
+        for row in rows
+        if row.flagged
+    ]
     notes.append(
         "W, E, C: ● the step reached its warning, error or critical level (the summary keeps the levels "
         "reached, not the thresholds)."
     )
     return steps_table(
-        [_step_row(s) for s in report.steps],
+        rows,
         title=f"Run {run.run_id}",
         badges=badges,
         notes=notes,
@@ -123,9 +132,11 @@ def _examples_section(report: RunReport) -> str:
         return "<h2>Quarantined examples</h2><p>No row of this run failed.</p>"
     if not report.examples_per_reason:
         return ""
-    hint = (
-        f"The first rows of each step and reason in the quarantine, each value cut at {report.example_chars} "
-        "characters" + (", with the index of the first faulty message." if report.has_message_index else ".")
+    hint = f"The first rows of each step and reason in the quarantine, each value cut to about {report.example_chars} characters" + (
+        ": a long conversation shows its start and, after the length left out, the message at fault "
+        "(MESSAGE, counted from 0) with the one before it."
+        if report.has_message_index
+        else "."
     )
     return f'<h2>Quarantined examples</h2><p class="hint">{escape(hint)}</p>{examples_gt(report, failing).as_raw_html()}'
 

@@ -9,14 +9,14 @@ the ones `fmt()` passes through untouched, and each of their parts is escaped.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from html import escape
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from ..report import Validation, notes
+from ..report import FLAG_MARK, FLAG_WORDS, Validation, most_rows_fail, notes
+from .look import FLAG_COLOR, MONO, make_gt
 
 if TYPE_CHECKING:
     from great_tables import GT
@@ -26,12 +26,11 @@ LEVELS = ("warning", "error", "critical")
 SEVERITY_COLORS = {"warning": "#AAAAAA", "error": "#EBBC14", "critical": "#FF3300", "green": "#4CA64C"}
 """pointblank's colors for the levels, and for a step that passed."""
 
-MONO = "ui-monospace, SFMono-Regular, Menlo, Consolas, 'Liberation Mono', monospace"
-"""System fonts only: pointblank's IBM Plex comes from Google Fonts, and the page must open offline."""
+
 
 DASH = "—"
 SHOWN_REASONS = 4
-HTML_COLUMNS = ["step", "pass", "fail", "w", "e", "c", "reasons"]
+HTML_COLUMNS = ["step", "eval", "pass", "fail", "w", "e", "c", "reasons"]
 
 
 @dataclass(frozen=True)
@@ -51,8 +50,15 @@ class StepRow:
     reasons: dict[str, int] | None = None
 
     @property
+    def flagged(self) -> bool:
+        """Most rows fail and no level is known to mark it (no threshold, or none reached in a run's summary)."""
+        no_level = all(state is None for state in self.levels.values())
+        return no_level and most_rows_fail(self.failed, self.units)
+
+    @property
     def status_color(self) -> str | None:
-        """pointblank's strip: green when nothing failed, the worst level reached, else pale green."""
+        """pointblank's strip: green when nothing failed, the worst level reached, the flag's purple
+        when most rows fail with no level, else pale green."""
         if self.failed is None:
             return None
         if self.failed == 0:
@@ -60,6 +66,8 @@ class StepRow:
         for level in reversed(LEVELS):
             if self.levels.get(level):
                 return SEVERITY_COLORS[level]
+        if self.flagged:
+            return FLAG_COLOR
         return SEVERITY_COLORS["green"] + "66"
 
 
@@ -81,7 +89,8 @@ def steps_table(
     table = make_gt(data, table_id)
     table = table.fmt(_as_is, columns=[c for c in HTML_COLUMNS if c in data.column_names])
     if title is not None:
-        table = table.tab_header(title=title, subtitle=html(_badges(badges)) if badges else None)
+        subtitle = _badges(badges) + _flag_badge(rows)
+        table = table.tab_header(title=title, subtitle=html(subtitle) if subtitle else None)
     for index, row in enumerate(rows):
         if color := row.status_color:
             table = table.tab_style(style.fill(color=color), loc.body(columns="status", rows=[index]))
@@ -101,7 +110,7 @@ def _steps_data(rows: list[StepRow]) -> pa.Table:
         "step": [_step_cell(r) for r in rows],
         "columns": [r.columns for r in rows],
         "values": [r.values for r in rows],
-        "eval": [r.evaluated for r in rows],
+        "eval": [_eval_cell(r) for r in rows],
         "units": [DASH if r.units is None else f"{r.units:,}" for r in rows],
         "pass": [_count_cell(r.passed, r.units, SEVERITY_COLORS["green"]) for r in rows],
         "fail": [_count_cell(r.failed, r.units, SEVERITY_COLORS["critical"]) for r in rows],
@@ -109,17 +118,6 @@ def _steps_data(rows: list[StepRow]) -> pa.Table:
         "reasons": [_reasons_cell(r.reasons) for r in rows],
     }
     return pa.table(cells, schema=pa.schema([(name, pa.string()) for name in STEP_COLUMNS]))
-
-
-def make_gt(data: pa.Table, table_id: str, **options: Any) -> GT:
-    """A great_tables table of `data` (string columns), with the element id `table_id`."""
-    from great_tables import GT
-
-    # great_tables draws PyArrow tables (the one frame library every install of chatgate has)
-    # and warns that its support is new; the tables here hold plain string columns only.
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="PyArrow Table support is currently experimental")
-        return GT(data, id=table_id, **options)
 
 
 def _as_is(value: Any) -> str:
@@ -194,7 +192,28 @@ def _step_cell(row: StepRow) -> str:
         if row.brief
         else ""
     )
-    return f"{escape(row.assertion)}{brief}"
+    return f"{escape(row.assertion)}{brief}{_flag_line(row)}"
+
+
+def _flag_line(row: StepRow) -> str:
+    """'⚑ most rows fail (100%), no level marks it' in the flag's color, under a flagged step."""
+    if not row.flagged:
+        return ""
+    share = (row.failed or 0) / (row.units or 1)
+    return (
+        f'<div class="chatgate-flag" style="font-size:11px;font-weight:bold;color:{FLAG_COLOR};'
+        f'font-family:sans-serif">{FLAG_MARK} {FLAG_WORDS} ({share:.0%}), no level marks it</div>'
+    )
+
+
+def _eval_cell(row: StepRow) -> str:
+    """pointblank's ✓ (evaluated), ✗ (an error) or — (inactive); the flag when most rows fail with no level."""
+    if row.flagged:
+        return (
+            f'<span class="chatgate-flag" style="color:{FLAG_COLOR};font-size:15px;font-weight:bold" '
+            f'title="{FLAG_WORDS}, and no level marks the step">{FLAG_MARK}</span>'
+        )
+    return escape(row.evaluated)
 
 
 def _count_cell(count: int | None, units: int | None, color: str) -> str:
@@ -235,6 +254,20 @@ def _badges(badges: list[tuple[str, str]]) -> str:
         f'<span style="padding:1px 4px;background:#999;color:#FFF">{escape(label)}</span>'
         f'<span style="padding:1px 5px;color:#333">{escape(text)}</span></span>'
         for label, text in badges
+    )
+
+
+def _flag_badge(rows: list[StepRow]) -> str:
+    """A badge in the flag's color naming the flagged steps ('⚑ MOST ROWS FAIL | step 2'), or nothing."""
+    steps = [str(row.i) for row in rows if row.flagged]
+    if not steps:
+        return ""
+    said = ("step " if len(steps) == 1 else "steps ") + ", ".join(steps)
+    return (
+        '<span class="chatgate-flag" style="display:inline-block;margin:6px 6px 0 0;font-size:11px;'
+        f'border:1px solid {FLAG_COLOR};border-radius:3px;font-family:sans-serif">'
+        f'<span style="padding:1px 4px;background:{FLAG_COLOR};color:#FFF">{FLAG_MARK} {FLAG_WORDS.upper()}</span>'
+        f'<span style="padding:1px 5px;color:{FLAG_COLOR};font-weight:bold">{said}</span></span>'
     )
 
 
