@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from . import progress
 from ._version import __version__
 from .cli_errors import ShortErrorParser
 from .engines.base import DEDUP_MODES
@@ -97,7 +98,7 @@ CHECK_GROUPS = {"profile": "trainer profiles", "min_rows": "source and columns",
 def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The job's flags, in the sections of RUN_GROUPS: each overrides the same key of --config."""
     p.add_argument("--config", metavar="FILE", help="YAML job config (see conf/example.yaml)")
-    p.add_argument("--quiet", action="store_true", help="print only the summary")
+    p.add_argument("--quiet", action="store_true", help="print only the summary (no progress, no step lines)")
     p.add_argument("--debug", action="store_true", help="on failure, print the whole traceback")
     groups = {title: p.add_argument_group(title) for title in RUN_GROUPS}
     src, out, eng = groups["source and columns"], groups["outputs"], groups["engine"]
@@ -260,6 +261,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     from .job.summary import format_summary
 
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, format="chatgate: %(message)s")
+    progress.silence(args.quiet)  # progress goes to stderr: a bar on a terminal, else a line every few seconds
     if args.debug:  # what was kept off the console (deltalake's panics) is logged at DEBUG
         logging.getLogger("chatgate").setLevel(logging.DEBUG)
     if threading.current_thread() is threading.main_thread():

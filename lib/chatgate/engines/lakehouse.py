@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import pyarrow as pa
 
 from ..errors import ChatgateError
+from ..progress import Progress
 from .base import Engine
 
 
@@ -31,6 +32,11 @@ class LakehouseEngine(Engine):
         that rereads its source rather than keep a copy of it keeps too.
         """
         yield table
+
+    def watched(self, label: str) -> AbstractContextManager[Any]:
+        """Progress of the work the block runs on this engine (a write), named `label` (see
+        `chatgate.progress`): how long it has run; an engine that counts its tasks says how many are done."""
+        return Progress(label, counting=False)
 
     @abstractmethod
     def where_any(self, table: Any, columns: list[str]) -> Any:

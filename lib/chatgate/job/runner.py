@@ -38,6 +38,7 @@ from ..names import (
     STEP_REASON_PREFIX,
 )
 from ..pipeline import judge_step, judge_table, preflight
+from ..progress import labelled
 from ..rules import RowCheck, message_indices, row_problems_array
 from ..rules.datasets.locate_rows import ROW_PROBLEM_TYPE
 from ..rules.datasets.table_checks import TableCheck
@@ -153,14 +154,15 @@ def check_rows(
     for n, check in enumerate(checks, start=1):
         column = ", ".join(check.columns)
         log.info("step %d: checking %s", n, column)
-        outcome = judge_step(
-            engine,
-            annotated,
-            check,
-            dedup=config.dedup,
-            thresholds=config.thresholds,
-            reason_column=f"{STEP_REASON_PREFIX}{n}",
-        )
+        with labelled(f"step {n} ({column})"):
+            outcome = judge_step(
+                engine,
+                annotated,
+                check,
+                dedup=config.dedup,
+                thresholds=config.thresholds,
+                reason_column=f"{STEP_REASON_PREFIX}{n}",
+            )
         annotated = outcome.judged.annotated
         results.append(
             StepResult(

@@ -115,11 +115,12 @@ def write_outputs(
     try:
         for output in outputs:
             written.append((output.name, output.target))
-            counts[output.name] = _retrying(
-                lambda o=output: lake.store.replace_run(o.rows, o.target, o.run_id_column, run_id),  # type: ignore[misc]
-                lake.store,
-                output.target,
-            )
+            with lake.engine.watched(f"writing the {output.name} table {output.target}"):
+                counts[output.name] = _retrying(
+                    lambda o=output: lake.store.replace_run(o.rows, o.target, o.run_id_column, run_id),  # type: ignore[misc]
+                    lake.store,
+                    output.target,
+                )
         summary = summary_table(
             results,
             run_id=run_id,

@@ -105,9 +105,11 @@ class IbisEngine(Engine):
     picks how failing tuples are joined back: "hash" (hash and length, then SHA-256;
     text columns, with booleans and integers besides, on backends with `hash()`,
     SHA-256 and maps), "value" (the failing values themselves), or "auto" (hash when
-    possible). `progress` shows a tqdm bar of the rows checked: None decides from the
-    environment (`CHATGATE_PROGRESS=0` turns it off, `=1` on; otherwise only on a
-    terminal), and only for more than `PROGRESS_MIN_BATCHES` batches' worth of rows.
+    possible). `progress` shows the rows checked (see `chatgate.progress`): True a tqdm
+    bar, False nothing, None decides from the environment (`CHATGATE_PROGRESS=0` turns it
+    off, `=1` shows the bar; otherwise a bar on a terminal, else a line on the
+    `chatgate.progress` logger every few seconds), and only for more than
+    `PROGRESS_MIN_BATCHES` batches' worth of rows.
     `workers` is the number of processes that run the check (see `workers.CheckPool`):
     1 checks in this process, more use as many cores for streams of at least
     `PARALLEL_MIN_ROWS` rows.

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -19,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import ChatgateError
+from ...progress import Progress, label_or, mode
 from ...rules import RowCheck
 from .. import base
 from ..base import repeats_share
@@ -35,7 +34,7 @@ PARALLEL_MIN_ROWS = 100_000
 """Fewer rows than this are checked in the engine's process: starting workers costs about a second."""
 
 PROGRESS_MIN_BATCHES = 10
-"""A progress bar is shown when the check takes more than this many batches."""
+"""Progress is shown when the check takes more than this many batches."""
 
 
 def _decide(
@@ -85,20 +84,18 @@ def _stream(
     tally = _Tally()
     sampler = _Sampler(names.k1) if decide else None
     with (
-        _bar(rows, ", ".join(plan.columns), chunk_size=chunk_size, progress=progress) as bar,
         _open_reader(stream, chunk_size) as reader,
         _judges(check, workers if rows >= PARALLEL_MIN_ROWS else 1) as judge,
+        # Entered last, left first: the bar is gone before the pool logs its workers' memory.
+        _progress(rows, ", ".join(plan.columns), chunk_size=chunk_size, progress=progress) as shown,
     ):
         batches = reader if sampler is None else sampler.sample(reader)
         for batch, codes in judge(_prepared(batches, plan, names, tally, dedup_on=dedup_on)):
             _keep(batch, codes, check, plan, names, tally, dedup_on=dedup_on)
-            if bar is not None:
-                bar.update(batch.column(names.n).to_numpy().sum() if dedup_on else len(batch))
-                bar.set_postfix(batches=tally.batches, failed=tally.failed, refresh=False)
+            shown.update((pc.sum(batch.column(names.n)).as_py() or 0) if dedup_on else len(batch))
         if sampler is not None and sampler.dedup:
             return None, sampler.repeats
-        if bar is not None:
-            bar.update(rows - bar.n)  # the missing values, never streamed without dedup
+        shown.update(rows - shown.done)  # the missing values, never streamed without dedup
     return tally, None if sampler is None else sampler.final_repeats()
 
 
@@ -220,19 +217,11 @@ def _keep(
         tally.pending = 0
 
 
-def _bar(
-    rows: int, label: str, *, chunk_size: int, progress: bool | None
-) -> contextlib.AbstractContextManager[Any]:
-    """A tqdm bar of the rows checked, or nothing (see `IbisEngine`'s `progress=`)."""
-    enabled = progress
-    if enabled is None:
-        setting = os.environ.get("CHATGATE_PROGRESS", "").strip()
-        enabled = setting != "0" and (setting == "1" or _is_tty())
-    if not enabled or rows <= PROGRESS_MIN_BATCHES * chunk_size:
-        return contextlib.nullcontext()
-    from tqdm import tqdm
-
-    return tqdm(total=rows, unit="row", unit_scale=True, desc=f"checking {label}", leave=False)
+def _progress(rows: int, label: str, *, chunk_size: int, progress: bool | None) -> Progress:
+    """The rows checked, shown as `chatgate.progress` says (see `IbisEngine`'s `progress=`); nothing
+    for `PROGRESS_MIN_BATCHES` batches or fewer. The job names the step (`progress.labelled`)."""
+    show = mode(progress) if rows > PROGRESS_MIN_BATCHES * chunk_size else "off"
+    return Progress(label_or(f"checking {label}"), rows, unit="rows", verb="checked", show=show)
 
 
 def _distinct_estimate(table: ibis.Table, value_of: Callable[[ibis.Table], ibis.Value]) -> tuple[int, int]:
@@ -327,10 +316,3 @@ def _open_reader(expr: ibis.Table, chunk_size: int) -> Iterator[pa.RecordBatchRe
         yield reader
     finally:
         reader.close()
-
-
-def _is_tty() -> bool:
-    try:
-        return sys.stderr.isatty()
-    except (AttributeError, ValueError):
-        return False

@@ -70,7 +70,7 @@ import logging
 import operator
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import pyarrow as pa
@@ -81,6 +81,7 @@ from pyspark.sql.pandas.types import from_arrow_type
 from pyspark.sql.types import StructField, StructType
 
 from ...errors import ChatgateError, error_chain, no_space_left
+from ...progress import label_or
 from ...rules import RowCheck
 from ..base import Dedup, Judged, ordered_reasons
 from ..lakehouse import LakehouseEngine
@@ -104,6 +105,7 @@ from .check import (
 from .errors import error_text, java_throwables, spark_error_line
 from .failures import java_line, jvm_gone, log_says_oom, oom_cause, out_of_memory, short
 from .keys import KEYS, column_ref
+from .progress import spark_progress
 from .session import OOM_EXIT_CODE, get_spark, job_jvm_output, jvm_exit_code, jvm_log
 
 log = logging.getLogger("chatgate")
@@ -155,6 +157,10 @@ class SparkEngine(LakehouseEngine):
     def accepts(self, table: Any) -> bool:
         return isinstance(table, DataFrame)
 
+    def watched(self, label: str) -> AbstractContextManager[Any]:
+        """The tasks of the block's Spark jobs, done of all (see `progress.spark_progress`)."""
+        return spark_progress(self.spark, label, verb="done")
+
     def columns(self, table: DataFrame) -> list[str]:
         return list(table.columns)
 
@@ -172,7 +178,8 @@ class SparkEngine(LakehouseEngine):
         carried = names if names is not None and dedup != "on" else ()
         deduplicated = not carried
         checked = self._failing_frame(table, keyed, deduplicated, memo=dedup == "auto", carried=carried)
-        with _session_conf(checked, {_BATCH_CONF: str(self.batch_rows)}):
+        label = label_or(f"checking {', '.join(keyed.names)}")
+        with _session_conf(checked, {_BATCH_CONF: str(self.batch_rows)}), spark_progress(table.sparkSession, label):
             # The check runs once: the quarantine, valid and summary all read this result.
             result = checked.localCheckpoint(eager=True)
         tally = _tally(result)
