@@ -38,9 +38,11 @@ def test_every_declared_code_has_a_color_no_other_code_has():
 
 
 def test_the_colors_are_far_apart():
-    # A CIELAB distance over 20 is plain to see side by side (2.3 is the least noticeable).
+    # A CIELAB distance over 15 is plain to see side by side (2.3 is the least noticeable).
     closest = min(math.dist(_lab(x), _lab(y)) for x, y in itertools.combinations(PALETTE, 2))
-    assert closest > 20
+    assert closest > 15
+    # No grey: a grey bar reads as "nothing", and grey is the warning level's color in the tables.
+    assert all(math.hypot(*_lab(color)[1:]) > 25 for color in PALETTE)
 
 
 def test_a_codes_color_follows_its_place_in_the_declared_codes():

@@ -21,15 +21,18 @@ from .window import clip
 RUN_LABEL_CHARS = 18
 
 PALETTE = (
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-    "#bcbd22", "#17becf", "#0000ff", "#ff00ff", "#00ff00", "#ffcc99", "#0066ff", "#99cc99",
-    "#ccccff", "#666600", "#660099", "#ff0099", "#006633", "#cc66ff", "#990066", "#ff9999",
-    "#990033", "#003399", "#cc9933", "#006666", "#cc6633", "#00cc99", "#9933ff", "#ff0066",
-    "#66cc00", "#663366", "#6699ff", "#ff0000", "#ffcc00", "#cccccc", "#663300", "#99cc66",
-    "#ff6699", "#ff00cc", "#999966", "#66ccff", "#cc99cc", "#336600", "#993399", "#3300cc",
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22",
+    "#17becf", "#0000ff", "#ff00ff", "#0066ff", "#336633", "#996600", "#00cc99", "#ff0099",
+    "#9933cc", "#ff9999", "#990066", "#99ccff", "#00cc00", "#990033", "#ffcc66", "#99cc99",
+    "#ff0066", "#cc9966", "#6699ff", "#ff0000", "#ffcc00", "#993300", "#ff66ff", "#99cc66",
+    "#666600", "#ff6699", "#9933ff", "#cc99cc", "#006600", "#ff9966", "#cc9900", "#99cc00",
+    "#993399", "#ff6666", "#ff00cc", "#cc0066", "#3333cc", "#339966", "#cc0099", "#669900",
+    "#cc99ff", "#cccc66", "#0066cc", "#00cc66", "#ff6633", "#00ccff", "#666699", "#cc00cc",
+    "#66cc33", "#9966ff", "#996699", "#cc6633", "#663399", "#999933", "#cc6666", "#996633",
 )  # fmt: skip
-"""48 colors, each far from the others (matplotlib's tab10, then web colors picked one by one as
-far as possible, in CIELAB, from those already taken): one per reason code, more than there are."""
+"""64 colors, none grey, each far from the others: matplotlib's tab10 without its grey, then web
+colors picked one by one as far as possible (in CIELAB) from those taken and from greys, white
+and black. One per reason code, with spares for codes to come."""
 
 
 def reason_color(reason: str) -> str:
