@@ -14,6 +14,8 @@ from .steps import Step
 from .thresholds import Thresholds
 
 if TYPE_CHECKING:
+    from great_tables import GT
+
     from .engines.base import Engine
 
 
@@ -173,8 +175,10 @@ def render_html(v: Validation, planned: int) -> str:
 class StepReport:
     """The failing rows of one step, under a header with the assertion and the failure counts.
 
-    `data` is the extract in the input's own kind (a Polars or pandas DataFrame, an
-    Ibis table, a Spark DataFrame), with `pb_reason_` as its last column.
+    Shown as pointblank shows it: a great_tables table (`gt`; `as_raw_html()` and every other
+    method of a `GT` work on the report too), its repr is the same as text. `data` is the
+    extract in the input's own kind (a Polars or pandas DataFrame, an Ibis table, a Spark
+    DataFrame), with `pb_reason_` as its last column; `rows()` gives the rows shown, as text.
     """
 
     def __init__(self, step: Step, data: Any, engine: Engine, limit: int = 100) -> None:
@@ -211,8 +215,13 @@ class StepReport:
 
     def rows(self, limit: int | None = None) -> tuple[list[str], list[list[str]]]:
         """Column names and up to `limit` rows (the report's limit by default), as strings."""
+        table, cells = self._shown(limit)
+        return ([], []) if table is None else (table.column_names, cells)
+
+    def _shown(self, limit: int | None = None) -> tuple[pa.Table | None, list[list[str]]]:
+        """The rows shown, as read (with `pb_message_`) and as text; no table for a step without rows."""
         if self.data is None:
-            return [], []
+            return None, []
         shown = self.limit if limit is None else limit
         table = with_messages(self.step, self.engine.preview(self.data, shown), self.engine, self.data)
         names = table.column_names
@@ -222,7 +231,7 @@ class StepReport:
             k = names.index(REASONS)
             for row, problems in zip(cells, self._problems(table)):
                 row[k] = _problems_cell(problems)
-        return names, cells
+        return table, cells
 
     def _problems(self, table: pa.Table) -> list[Any]:
         """The `pb_reasons_` lists of the rows shown (pandas' preview shows each cell as text: read its frame)."""
@@ -230,6 +239,26 @@ class StepReport:
         if pa.types.is_string(column.type):
             return list(self.data[REASONS].head(table.num_rows))
         return list(column.to_pylist())
+
+    @property
+    def gt(self) -> GT:
+        """The report as a great_tables table, in pointblank's look."""
+        from .runreport.steptable import Extract, step_report_gt
+
+        table, cells = self._shown()
+        extract = None if table is None else Extract(table, cells, list(self.step.row_check.columns))
+        flag = flag_note(self.step).split(": ", 1)[1] if flagged(self.step) else None
+        return step_report_gt(self.step, self.header(), extract, min(self.step.failed or 0, self.limit), flag)
+
+    def as_raw_html(self, **options: Any) -> str:
+        """The table's HTML (great_tables' `GT.as_raw_html`, with its options)."""
+        return str(self.gt.as_raw_html(**options))
+
+    def __getattr__(self, name: str) -> Any:
+        """Any other method of great_tables' `GT` (`show`, `save`, `tab_header`, ...), on `gt`."""
+        if name.startswith("_") or name in ("step", "data", "engine", "limit"):
+            raise AttributeError(name)
+        return getattr(self.gt, name)
 
     def __repr__(self) -> str:
         names, rows = self.rows()
@@ -241,22 +270,7 @@ class StepReport:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        names, rows = self.rows()
-        esc = _esc
-        head = "".join(f"<th>{esc(n)}</th>" for n in names)
-        body = "".join(
-            "<tr>"
-            + "".join(
-                f'<td style="color:#c00">{esc(c)}</td>' if n == "pb_reason_" else f"<td>{esc(c)}</td>"
-                for n, c in zip(names, r)
-            )
-            + "</tr>"
-            for r in rows
-        )
-        return (
-            f"<div><p><strong>{esc(self.header())}</strong></p>"
-            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
-        )
+        return str(self.gt._repr_html_())
 
 
 def with_messages(step: Step, table: pa.Table, engine: Engine, data: Any) -> pa.Table:

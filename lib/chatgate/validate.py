@@ -335,7 +335,10 @@ class Validate(StepMethods):
     def get_step_report(self, i: int, limit: int = 100) -> StepReport:
         """The failing rows of step i with `pb_reason_`, under a header with the assertion.
 
-        `limit` is the number of rows shown (the report's `data` holds them all).
+        A great_tables table in pointblank's look (`.gt`; `.as_raw_html()`, `.show()`, `.save()`
+        and GT's other methods work on the report), a long conversation shown around its message
+        at fault. `limit` is the number of rows shown (the report's `data` holds them all;
+        `rows()` gives those shown as text).
         """
         step = self._step(i)
         return StepReport(step, self._extract(step), self.engine, limit=limit)
