@@ -9,9 +9,12 @@ The lines marked to skip need the summary and quarantine tables a run of the job
 >>> Path("report.html").write_text(render_page(report))  # doctest: +SKIP
 
 Modules: `load` reads the tables (deltalake and PyArrow, no Spark), `examples`
-picks quarantined rows, `page` draws the HTML page, `jsonform` the JSON form,
-`chart` the history chart, `tabular` the step tables (also
-`Validate.get_tabular_report()`), `command` the `chatgate report` command.
+picks quarantined rows, `window` cuts a long conversation around its message at fault,
+`page` draws the HTML page, `jsonform` the JSON form, `chart` the history chart (a color
+per reason code), `tabular` the step tables (also `Validate.get_tabular_report()`), with
+their flag for a step that fails most rows with no level to mark it, `steptable`
+`Validate.get_step_report()`'s table, `look` what the tables share, `command` the
+`chatgate report` command.
 """
 
 from __future__ import annotations
