@@ -161,6 +161,17 @@ def test_run_report_flags_a_step_without_levels_that_fails_most_rows(failing_run
     assert "LEVELS REACHED none" in " ".join(" ".join(text.split()) for _, _, text in dom(page).elements)
 
 
+def test_run_report_json_says_which_steps_are_flagged(failing_run):
+    _, outputs = failing_run
+    done = subprocess.run(
+        [*_command(), "report", "--summary", outputs["summary"], "--quarantine", outputs["quarantine"], "--json"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (step,) = json.loads(done.stdout)["steps"]
+    assert step["most_rows_fail"] is True and step["levels"] == [] and (step["failed"], step["units"]) == (3, 4)
+
+
 def test_cli_report_of_a_cli_run_shows_the_flag(failing_run, tmp_path):
     _, outputs = failing_run
     out = tmp_path / "report.html"

@@ -35,7 +35,8 @@ def report_dict(report: RunReport) -> dict[str, Any]:
             "source_version": run.source_version,
             "levels": report.levels,
         },
-        "steps": [asdict(step) for step in report.steps],
+        # most_rows_fail: the page's flag (most rows fail and the step reached no level).
+        "steps": [{**asdict(step), "most_rows_fail": step.flagged} for step in report.steps],
         "history": [
             {"run_id": p.run_id, "started_at": _time(p.started_at), "failed": p.failed, "reasons": p.reasons}
             for p in report.history

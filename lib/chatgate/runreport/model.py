@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ..report import most_rows_fail
+
 LEVELS = ("warning", "error", "critical")
 
 
@@ -45,6 +47,11 @@ class StepSummary:
     reasons: dict[str, int]
     levels: list[str]
     parameters: dict[str, Any]
+
+    @property
+    def flagged(self) -> bool:
+        """Most rows fail (`report.MOST_ROWS_FAIL`) and the step reached no level: the report flags it."""
+        return not self.levels and most_rows_fail(self.failed, self.units)
 
 
 @dataclass(frozen=True)
