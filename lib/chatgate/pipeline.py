@@ -12,10 +12,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
+
 from .engines.base import Dedup, Engine, Judged
 from .errors import ConfigError, SourceError
 from .names import REASON, reserved_clash
-from .rules import RowCheck
+from .rules import ChatCheck, RowCheck
+from .rules.datasets.dataset_types import CHAT_FIELDS
 from .rules.datasets.table_checks import TableCheck
 from .thresholds import Thresholds
 
@@ -46,6 +49,53 @@ def preflight(
     for column in check.columns:
         if column not in columns:
             raise ConfigError(f"column {column!r} isn't in {table}; its columns are {columns}")
+
+
+def unread_type(check: RowCheck, types: pa.Schema) -> str | None:
+    """Why every row of a chat column fails, known from its type alone (`types`: the table's, no row
+    read); None when the check reads it: text (JSON), a list of messages, a struct holding one,
+    a map. An integer, a date, a list of text or a struct of other fields is never a conversation."""
+    if not isinstance(check, ChatCheck) or check.column not in types.names:
+        return None
+    dtype = types.field(check.column).type
+    if _read_natively(dtype, sharegpt=check.fmt.sharegpt):
+        return None
+    fails = "every row but the nulls will fail" if check.fmt.na_pass else "every row will fail"
+    return f"column {check.column!r} is {_type_name(dtype)}, not JSON text or a list of messages; {fails}"
+
+
+_TEXT = ("is_string", "is_large_string", "is_binary", "is_large_binary", "is_string_view", "is_binary_view")
+_LISTS = ("is_list", "is_large_list", "is_fixed_size_list", "is_list_view", "is_large_list_view")
+
+
+def _is(dtype: pa.DataType, kinds: tuple[str, ...]) -> bool:
+    return any(getattr(pa.types, kind, lambda _: False)(dtype) for kind in kinds)
+
+
+def _read_natively(dtype: pa.DataType, *, sharegpt: bool) -> bool:
+    if isinstance(dtype, pa.ExtensionType):
+        dtype = dtype.storage_type
+    if pa.types.is_dictionary(dtype):
+        dtype = dtype.value_type
+    if _is(dtype, _TEXT) or pa.types.is_null(dtype) or pa.types.is_map(dtype):
+        return True  # JSON text; no value at all (na_pass decides); a map may hold "messages"
+    if _is(dtype, _LISTS):
+        item = dtype.value_type
+        return pa.types.is_struct(item) or pa.types.is_map(item) or pa.types.is_null(item)
+    if pa.types.is_struct(dtype):
+        # {"messages": [...]}; with sharegpt, one message stands for a list of one
+        return sharegpt or any(dtype.field(i).name in CHAT_FIELDS for i in range(dtype.num_fields))
+    return False
+
+
+def _type_name(dtype: pa.DataType) -> str:
+    if _is(dtype, _LISTS):
+        return f"a list of {_type_name(dtype.value_type)}"
+    if pa.types.is_struct(dtype):
+        names = [dtype.field(i).name for i in range(dtype.num_fields)]
+        shown = ", ".join(names[:4]) + (", ..." if len(names) > 4 else "")
+        return f"a struct ({shown})"
+    return str(dtype)
 
 
 def judge_step(

@@ -37,7 +37,7 @@ from ..names import (
     STEP,
     STEP_REASON_PREFIX,
 )
-from ..pipeline import judge_step, judge_table, preflight
+from ..pipeline import judge_step, judge_table, preflight, unread_type
 from ..progress import labelled
 from ..rules import RowCheck, message_indices, row_problems_array
 from ..rules.datasets.locate_rows import ROW_PROBLEM_TYPE
@@ -114,6 +114,7 @@ def _run(config: JobConfig, lake: Lakehouse) -> RunResult:
     table, source_version = lake.store.open_source(config.source, config.source_version)
     source_columns = lake.engine.columns(table)
     checks = prepared_checks(config, lake, source_columns)
+    warn_unread_types(lake.engine, table, checks)
     table, read = _rows_to_read(lake.store, config, table, source_version, checks)
     return check_rows(config, lake, checks, (table, source_columns), source_version, read, started_at)
 
@@ -132,6 +133,20 @@ def prepared_checks(config: JobConfig, lake: Lakehouse, source_columns: list[str
         )
     check_targets(lake.store, config, source_columns)
     return checks
+
+
+def warn_unread_types(engine: LakehouseEngine, table: Any, checks: list[RowCheck]) -> None:
+    """One line per chat column whose type no check reads (an integer, a struct of other fields),
+    known from the source's schema before any row is read: every row of it will fail."""
+    try:
+        types = engine.preview(table, 0).schema
+    except Exception:  # noqa: BLE001 - a type Arrow can't carry (Spark's intervals): the check judges its text
+        log.debug("no Arrow schema of the source to warn of its chat columns' types", exc_info=True)
+        return
+    for n, check in enumerate(checks, start=1):
+        note = unread_type(check, types)
+        if note is not None:
+            log.warning("warning: step %d: %s", n, note)
 
 
 def check_rows(

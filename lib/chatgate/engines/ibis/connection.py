@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 import threading
 from typing import TYPE_CHECKING, Any
+
+from ...errors import ConfigError
 
 if TYPE_CHECKING:
     import ibis
@@ -33,11 +37,42 @@ def duckdb_connection(**settings: Any) -> DuckDBBackend:
     its progress bar is off, as on the default connection."""
     import ibis
 
+    if settings.get("temp_directory") is not None:
+        check_spill_folder(str(settings["temp_directory"]))
     con = ibis.duckdb.connect(**{k: v for k, v in settings.items() if v is not None})
     con.raw_sql("SET enable_progress_bar = false")
     # Its cache of the files' blocks grows with every file read; each run reads a file once or twice.
     con.raw_sql("SET enable_external_file_cache = false")
     return con
+
+
+def check_spill_folder(path: str) -> None:
+    """ConfigError, before any row is read, when DuckDB couldn't spill to `path`: it is a file, lies
+    under one, or the folder it is (or would be made in) can't be written in. DuckDB makes the
+    folder only when it first spills, deep in a run; nothing is left behind here."""
+    folder = os.path.abspath(path)
+    while not os.path.exists(folder) and os.path.dirname(folder) != folder:
+        folder = os.path.dirname(folder)
+    where = "is" if folder == os.path.abspath(path) else f"would be made in {folder!r}, which is"
+    if not os.path.isdir(folder):
+        problem = f"{where} a file"
+    elif not _writable(folder):
+        problem = f"{where} a folder this process may not write in"
+    else:
+        return
+    raise ConfigError(
+        f"temp_directory: DuckDB's spill folder {path!r} {problem}; name another with --temp-dir PATH "
+        "(temp_directory: under embedded:)"
+    )
+
+
+def _writable(folder: str) -> bool:
+    """Can a folder be made in `folder` (tried: permissions don't tell for root, nor for a read-only mount)?"""
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".chatgate-probe-", dir=folder))
+    except OSError:
+        return False
+    return True
 
 
 def record_batches(expr: ibis.Table, *, chunk_size: int = 10_000) -> pa.RecordBatchReader:
