@@ -30,6 +30,17 @@ REASONS = "pb_reasons_"
 """Every problem of a failing row (its code and message index; a dataset row's, its column too):
 the per-turn audit of the API's `turns="all"`."""
 
+LINE = "pb_line_"
+"""Where a row of a file source (JSONL, JSON array) is: the 1-based line of the file (blank lines
+counted), or for a JSON array the 1-based index of its element. A source column like any other:
+it flows to the quarantine and the valid rows."""
+
+FILE = "pb_file_"
+"""The file a row came from when the source is a folder of files, relative to that folder."""
+
+FILE_SOURCE_COLUMNS = (LINE, FILE)
+"""What a file source adds to its keys; a key of the file with one of these names is refused."""
+
 STEP_REASON_PREFIX = "__pb_reason_"
 """The job's working column of step n is STEP_REASON_PREFIX + n."""
 

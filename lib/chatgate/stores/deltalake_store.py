@@ -27,6 +27,8 @@ from .base import (
 from .changes import appended_files, commit_actions
 from .deltalake_errors import DeltaLogError, delta_error_text, rust_panics_logged
 from .deltalake_tables import delta_source, delta_version, is_delta, open_table, without_views
+from .files import no_versions
+from .files_duckdb import open_files, reads_as_files
 
 CHANGE_DATA_FEED = "delta.enableChangeDataFeed"
 CHANGE_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
@@ -65,6 +67,10 @@ class DeltalakeStore(TableStore):
         self.con = con
 
     def open_source(self, source: str, version: int | None) -> tuple[Any, int | None]:
+        if reads_as_files(source):  # JSONL and JSON arrays: see stores/files.py
+            if version is not None:
+                raise no_versions(source)
+            return open_files(self.con, source), None
         try:
             latest = delta_version(source)
         except DeltaLogError as exc:

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..engines.ibis.connection import default_connection
 from .deltalake_errors import DeltaLogError, _is_remote, _one_line, _strip_file_scheme
+from .files import ACCEPTED
 
 if TYPE_CHECKING:
     import ibis
@@ -59,6 +60,8 @@ __all__ = [
 ]
 
 log = logging.getLogger("chatgate")
+
+READS = f"chatgate reads {ACCEPTED} files, folders of them, and Delta tables"
 
 PLAIN_READER_FEATURES = frozenset({"timestampNtz", "variantType", "variantType-preview"})
 """Reader features a PyArrow dataset over the Parquet files reads as they are (deltalake's own list)."""
@@ -104,12 +107,10 @@ def open_table(
         raise FileNotFoundError(f"no table at {path!r}: the path doesn't exist")
     if local.is_file():
         if not _is_parquet_file(local):
-            raise ValueError(f"{path!r} is neither a Delta table nor a Parquet file")
+            raise ValueError(f"{path!r} is neither a Delta table nor a Parquet file nor JSON lines: {READS}")
         return _parquet_files(con, [str(local)], row_ids=row_ids)
     if not any(local.rglob("*.parquet")):
-        raise ValueError(
-            f"{path!r} is a directory with neither a _delta_log (Delta) nor .parquet files"
-        )
+        raise ValueError(f"{path!r} is a directory with neither a _delta_log (Delta) nor .parquet files: {READS}")
     return _parquet_files(con, [str(local / "**" / "*.parquet")], row_ids=row_ids)
 
 
