@@ -157,9 +157,11 @@ def test_seed_step_report_text():
 
 def test_seed_step_report_html_marks_the_reasons():
     html = seed_validation(seed_polars()).get_step_report(i=1)._repr_html_()
-    assert "ASSERTION `messages is a chat of {system, user, assistant}`" in html
-    assert '<td style="color:#c00">not_alternating</td>' in html
-    assert '<td style="color:#c00">unknown_role</td>' in html
+    assert "messages is a chat of {system, user, assistant}" in html
+    assert 'headers="chatgate_step_1-pb_reason_"' in html
+    assert ">not_alternating</td>" in html
+    assert ">unknown_role</td>" in html
+    assert "#B22222" in html  # the reasons in red, as pointblank marks failures
 
 
 # -- the same on every kind of table and column ----------------------------------------------
