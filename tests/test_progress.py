@@ -38,8 +38,20 @@ from chatgate.cli import main
 
 stream.PROGRESS_MIN_BATCHES = 0
 DuckDBEngine.__init__.__kwdefaults__["chunk_size"] = 100
-sys.exit(main(sys.argv[1:]))
 """
+RUN = "sys.exit(main(sys.argv[1:]))\n"
+CLI += RUN
+# The same, with a write that fails after its bar is drawn.
+FAILING_WRITE = CLI.removesuffix(RUN) + """
+import time
+from chatgate.stores.deltalake_store import DeltalakeStore
+
+def replace_run(self, *args, **kwargs):
+    time.sleep(1.5)
+    raise OSError("the disk is on fire")
+
+DeltalakeStore.replace_run = replace_run
+""" + RUN
 ROWS = 4_000
 
 
@@ -96,12 +108,12 @@ def test_progress_off_by_the_environment(lake):
 # -- on a terminal: a tqdm bar -------------------------------------------------------------------
 
 
-def _on_a_terminal(args: list[str], env: dict[str, str]) -> tuple[int, bytes]:
+def _on_a_terminal(args: list[str], env: dict[str, str], code: str = CLI) -> tuple[int, bytes]:
     """Run the CLI with stdout and stderr on a terminal (a pseudo-terminal of 120 columns)."""
     pid, fd = pty.fork()
     if pid == 0:  # pragma: no cover - the child
         fcntl.ioctl(1, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-        os.execve(sys.executable, [sys.executable, "-c", CLI, *args], env)
+        os.execve(sys.executable, [sys.executable, "-c", code, *args], env)
     out = b""
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
@@ -126,6 +138,17 @@ def test_on_a_terminal_the_cli_draws_a_bar_and_clears_it_before_the_summary(lake
     # The bar's line is cleared: the summary starts on a clean line, never after a half-drawn bar.
     assert before.endswith(("\r", "\n")), repr(before[-200:])
     assert "rows checked" not in text  # no plain lines on a terminal
+
+
+def test_on_a_terminal_a_failed_write_clears_its_bar_before_the_one_line_error(lake):
+    code, out = _on_a_terminal(_flags(lake, "tty_fails"), _env(), FAILING_WRITE)
+    text = out.decode("utf-8", "replace")
+    assert code == 1, text
+    assert re.search(r"\rwriting the quarantine table .*: 00:0\d", text), text  # its bar was drawn
+    before, error = text.split("chatgate: error: ", 1)
+    assert before.endswith(("\r", "\n")), repr(before[-200:])  # cleared: the error starts its own line
+    assert error.rstrip("\r\n").count("\n") == 0 and "\r" not in error.rstrip("\r\n")
+    assert "the disk is on fire" in error
 
 
 def test_on_a_terminal_quiet_draws_nothing(lake):

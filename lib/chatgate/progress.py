@@ -149,7 +149,7 @@ class Progress:
         with self._lock:
             done, total, counted = self.done, self.total, self.counted
         now = time.monotonic()
-        if not counted:
+        if not counted or (self.poll is not None and not total):  # a poll before its first task knows nothing
             return f"{self.label}: {duration(now - self.started)} so far"
         of = f" of {total:,}" if total else ""
         text = f"{self.label}: {done:,}{of} {self.unit} {self.verb}"
