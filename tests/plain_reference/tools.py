@@ -13,7 +13,10 @@ and `ChatFormat`'s docstring:
 - the tool messages right after an assistant message with k calls answer them: at
   most k, each matching a call by `tool_call_id` (when the calls have ids) and by
   `name` (when it has one); one that answers nothing doesn't count;
-- tool turns don't break alternation (`assistant, tool, assistant` is one assistant turn).
+- tool turns don't break alternation (`assistant, tool, assistant` is one assistant turn);
+- consecutive tool messages (the answers to parallel calls) are one turn, with or without
+  tools=True: TRL checks no turn order and mistral-common lets a tool message follow a tool
+  message, so `tool, tool` never counts as a repeated role.
 """
 
 from __future__ import annotations
@@ -139,8 +142,9 @@ def run_state(roles, calls, messages):
 
 
 def repeated_turns(roles, turns, tools):
-    """The turns whose role repeats the turn before: with tools, tool turns are passed over and
-    an assistant turn after a tool run continues the assistant's turn."""
+    """The turns whose role repeats the turn before (a tool message after a tool message never
+    does): with tools, tool turns are passed over and an assistant turn after a tool run
+    continues the assistant's turn."""
     sites = []
     previous, tool_between = None, False
     for i in turns:
@@ -148,7 +152,7 @@ def repeated_turns(roles, turns, tools):
         if tools and role == "tool":
             tool_between = True
             continue
-        if role == previous and not (role == "assistant" and tool_between):
+        if role == previous and role != "tool" and not (role == "assistant" and tool_between):
             sites.append(i)
         previous, tool_between = role, False
     return sites

@@ -125,9 +125,10 @@ def completion_role(c: Conversation, i: int) -> bool:
     where="each turn whose role repeats the turn before it: the second of the pair",
 )
 def not_alternating(c: Conversation) -> Iterator[int | None]:
-    """Refuses two consecutive turns with the same role. With tools=True, tool turns
-    are transparent, and an assistant message after a tool run continues the
-    assistant's turn."""
+    """Refuses two consecutive turns with the same role. Consecutive tool messages are one
+    turn (the answers to one assistant message's parallel calls), with or without
+    tools=True. With tools=True, tool turns are transparent, and an assistant message
+    after a tool run continues the assistant's turn."""
     turns, lead = c.turns, c.lead
     previous: Any = None
     after_tool = False
@@ -135,7 +136,7 @@ def not_alternating(c: Conversation) -> Iterator[int | None]:
         if c.fmt.tools and role == TOOL_ROLE:
             after_tool = True
             continue
-        if role is not BAD and role == previous and not (after_tool and role == "assistant"):
+        if role == previous and role is not BAD and role != TOOL_ROLE and not (after_tool and role == "assistant"):
             yield lead + j
         previous, after_tool = role, False
 
