@@ -1013,6 +1013,8 @@ def test_every_new_code_has_an_example():
     trainers |= {"bad_input", "output_count"}
     # too_large (max_value_bytes=) is in tests/test_values_limits.py
     trainers |= {"too_large"}
+    # the peers' rules (Mistral's, placeholders) are in tests/test_profile_mistral.py and tests/test_rules_peers.py
+    trainers |= {"mistral_tool_call", "content_or_calls", "unanswered_call", "placeholder_content"}
     codes = {param.values[3] for param in ALL}
     assert set(EXTENDED_REASONS) - tools - trainers <= codes
     assert set(REASONS) <= codes
@@ -1491,6 +1493,7 @@ EXTENDED_PHRASES = {
     "bad_weight": ("has a weight that isn't 0 or 1", "have a weight that isn't 0 or 1"),
     "bad_tool_call": ("has a malformed tool call", "have a malformed tool call"),
     "bad_function_call": ("has a malformed function call", "have a malformed function call"),
+    "mistral_tool_call": ("has a tool call outside Mistral's format", "have a tool call outside Mistral's format"),
     "bad_thinking": (
         "has thinking that isn't the assistant's text",
         "have thinking that isn't the assistant's text",
@@ -1525,9 +1528,18 @@ EXTENDED_PHRASES = {
         "has a tool message that answers no tool call",
         "have a tool message that answers no tool call",
     ),
+    "unanswered_call": ("has tool calls that aren't all answered", "have tool calls that aren't all answered"),
     "unknown_tool": (
         "calls a function its tools don't declare",
         "call a function their tools don't declare",
+    ),
+    "content_or_calls": (
+        "has a message without content, or with both content and tool calls",
+        "have a message without content, or with both content and tool calls",
+    ),
+    "placeholder_content": (
+        "has a message whose whole text is a placeholder such as NaN or null",
+        "have a message whose whole text is a placeholder such as NaN or null",
     ),
     "too_many_images": ("has too many images", "have too many images"),
     "image_count": (

@@ -58,6 +58,7 @@ TABLE_CODES = [
     "bad_weight",
     "bad_tool_call",
     "bad_function_call",
+    "mistral_tool_call",
     "bad_thinking",
     "bad_tools",
     "tool_turn",
@@ -71,10 +72,13 @@ TABLE_CODES = [
     "prompt_end",
     "completion_role",
     "orphan_tool",
+    "unanswered_call",
     "not_alternating",
     "last_role",
     "unknown_tool",
+    "content_or_calls",
     "empty_content",
+    "placeholder_content",
     "too_many_images",
     "image_count",
 ]
@@ -104,6 +108,7 @@ def test_all_reasons_is_the_table_order_with_the_codes_decided_elsewhere():
         "bad_weight",
         "bad_tool_call",
         "bad_function_call",
+        "mistral_tool_call",
         "bad_thinking",
         "bad_tools",
         "tool_turn",
@@ -117,10 +122,13 @@ def test_all_reasons_is_the_table_order_with_the_codes_decided_elsewhere():
         "prompt_end",
         "completion_role",
         "orphan_tool",
+        "unanswered_call",
         "not_alternating",
         "last_role",
         "unknown_tool",
+        "content_or_calls",
         "empty_content",
+        "placeholder_content",
         "too_many_images",
         "image_count",
         "same_pair",
@@ -157,7 +165,7 @@ def test_switches_are_named_once():
     everything = switches(fmt, WHOLE, extras=True, declared=True, images=True)
     row_options = {"min_messages", "allowed_keys", "content_types", "weight_key", "legacy_functions", "require_roles"}
     row_options |= {"image_data_urls", "max_image_bytes", "image_roles", "max_images"}
-    assert everything == set(SWITCHES) - {"profile", "prompt", "completion"} - row_options
+    assert everything == set(SWITCHES) - {"profile", "mistral", "placeholder_contents", "prompt", "completion"} - row_options
     trainer = ChatFormat(
         min_messages=2,
         allowed_keys=["weight"],
@@ -328,8 +336,10 @@ def test_only_empty_content_reads_the_contents():
     # (The rules of content parts read them too, but only with their options set, which take
     # the general path: the strict path never holds them.)
     parts = ["bad_content_type", "bad_image_url", "image_too_large", "image_role", "too_many_images"]
-    assert [rule.code for rule in RULES if rule.reads_contents] == [*parts[:4], "empty_content", parts[4]]
+    others = ["content_or_calls", "empty_content", "placeholder_content"]  # Mistral's, the peers'
+    assert [rule.code for rule in RULES if rule.reads_contents] == [*parts[:4], *others, parts[4]]
     assert not ChatFormat(content_types="text").is_core
+    assert not ChatFormat(placeholder_contents=True).is_core and not ChatFormat(profile="mistral").is_core
     for options in ({"part_types": ["text"]}, {"image_data_urls": True}, {"max_image_bytes": 9},
                     {"image_roles": ["user"]}, {"max_images": 1}):
         assert not ChatFormat(**options).is_core, options

@@ -55,7 +55,8 @@ def first_problem(
     single_message_answers: bool = False,
     min_rows: int | None = None,
     extra_columns: bool = True,
-    profile: Literal['sample', 'openai', 'together', 'torchtune'] | None = None,
+    placeholder_contents: bool = False,
+    profile: Literal['sample', 'openai', 'together', 'torchtune', 'mistral'] | None = None,
 ) -> str | None:
     """The first problem code of one conversation, or None when it is well formed.
 
@@ -101,7 +102,8 @@ def first_problem(
     - `single_message_answers` (default False): a completion, chosen or rejected value may be one message object instead of a list
     - `min_rows` (default None): the fewest rows the table may have (a table check, its own step)
     - `extra_columns` (default True): columns outside the format may be in the table (off: a table check, reported as its own step)
-    - `profile` (default None): a trainer's rules as defaults: sample, openai, together, torchtune
+    - `placeholder_contents` (default False): refuse a message whose whole text is a serialised missing value: NaN, null, None or undefined (any case, spaces around): placeholder_content
+    - `profile` (default None): a trainer's rules as defaults: sample, openai, together, torchtune, mistral
     """
     return rules.first_problem(
         value,
@@ -144,7 +146,8 @@ def check_batch(
     single_message_answers: bool = False,
     min_rows: int | None = None,
     extra_columns: bool = True,
-    profile: Literal['sample', 'openai', 'together', 'torchtune'] | None = None,
+    placeholder_contents: bool = False,
+    profile: Literal['sample', 'openai', 'together', 'torchtune', 'mistral'] | None = None,
 ) -> pa.StringArray:
     """The first problem code of each conversation in `array`, null where it passes.
 
@@ -190,7 +193,8 @@ def check_batch(
     - `single_message_answers` (default False): a completion, chosen or rejected value may be one message object instead of a list
     - `min_rows` (default None): the fewest rows the table may have (a table check, its own step)
     - `extra_columns` (default True): columns outside the format may be in the table (off: a table check, reported as its own step)
-    - `profile` (default None): a trainer's rules as defaults: sample, openai, together, torchtune
+    - `placeholder_contents` (default False): refuse a message whose whole text is a serialised missing value: NaN, null, None or undefined (any case, spaces around): placeholder_content
+    - `profile` (default None): a trainer's rules as defaults: sample, openai, together, torchtune, mistral
     """
     return rules.check_batch(
         array,

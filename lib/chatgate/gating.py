@@ -60,7 +60,8 @@ def annotate(
     single_message_answers: bool = False,
     min_rows: int | None = None,
     extra_columns: bool = True,
-    profile: Literal['sample', 'openai', 'together', 'torchtune'] | None = None,
+    placeholder_contents: bool = False,
+    profile: Literal['sample', 'openai', 'together', 'torchtune', 'mistral'] | None = None,
 ) -> Any:
     """`table` with each row's verdict: `pb_reason_`, `pb_message_` (and `pb_reasons_` with turns="all").
 
@@ -103,7 +104,8 @@ def annotate(
     - `single_message_answers` (default False): a completion, chosen or rejected value may be one message object instead of a list
     - `min_rows` (default None): the fewest rows the table may have (a table check, its own step)
     - `extra_columns` (default True): columns outside the format may be in the table (off: a table check, reported as its own step)
-    - `profile` (default None): a trainer's rules as defaults: sample, openai, together, torchtune
+    - `placeholder_contents` (default False): refuse a message whose whole text is a serialised missing value: NaN, null, None or undefined (any case, spaces around): placeholder_content
+    - `profile` (default None): a trainer's rules as defaults: sample, openai, together, torchtune, mistral
     """
     return gate.annotate(
         table,
@@ -156,7 +158,8 @@ def split(
     single_message_answers: bool = False,
     min_rows: int | None = None,
     extra_columns: bool = True,
-    profile: Literal['sample', 'openai', 'together', 'torchtune'] | None = None,
+    placeholder_contents: bool = False,
+    profile: Literal['sample', 'openai', 'together', 'torchtune', 'mistral'] | None = None,
 ) -> tuple[Any, Any]:
     """`(passing, failing)`: the rows that pass every check, with the table's own columns, and
     the rows that fail one, annotated as `annotate` does. Same arguments as `annotate`.
@@ -194,7 +197,8 @@ def split(
     - `single_message_answers` (default False): a completion, chosen or rejected value may be one message object instead of a list
     - `min_rows` (default None): the fewest rows the table may have (a table check, its own step)
     - `extra_columns` (default True): columns outside the format may be in the table (off: a table check, reported as its own step)
-    - `profile` (default None): a trainer's rules as defaults: sample, openai, together, torchtune
+    - `placeholder_contents` (default False): refuse a message whose whole text is a serialised missing value: NaN, null, None or undefined (any case, spaces around): placeholder_content
+    - `profile` (default None): a trainer's rules as defaults: sample, openai, together, torchtune, mistral
     """
     return gate.split(
         table,

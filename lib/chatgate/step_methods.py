@@ -95,7 +95,8 @@ class StepMethods:
         single_message_answers: bool = False,
         min_rows: int | None = None,
         extra_columns: bool = True,
-        profile: Literal['sample', 'openai', 'together', 'torchtune'] | None = None,
+        placeholder_contents: bool = False,
+        profile: Literal['sample', 'openai', 'together', 'torchtune', 'mistral'] | None = None,
     ) -> SelfT:
         """Check that each value of `columns` is a well-formed chat conversation.
 
@@ -137,7 +138,8 @@ class StepMethods:
         - `single_message_answers` (default False): a completion, chosen or rejected value may be one message object instead of a list
         - `min_rows` (default None): the fewest rows the table may have (a table check, its own step)
         - `extra_columns` (default True): columns outside the format may be in the table (off: a table check, reported as its own step)
-        - `profile` (default None): a trainer's rules as defaults: sample, openai, together, torchtune
+        - `placeholder_contents` (default False): refuse a message whose whole text is a serialised missing value: NaN, null, None or undefined (any case, spaces around): placeholder_content
+        - `profile` (default None): a trainer's rules as defaults: sample, openai, together, torchtune, mistral
         """
         self._add_chat_format(
             columns,
@@ -196,7 +198,8 @@ class StepMethods:
         single_message_answers: bool = False,
         min_rows: int | None = None,
         extra_columns: bool = True,
-        profile: Literal['sample', 'openai', 'together', 'torchtune'] | None = None,
+        placeholder_contents: bool = False,
+        profile: Literal['sample', 'openai', 'together', 'torchtune', 'mistral'] | None = None,
     ) -> SelfT:
         """Check the rows of a TRL dataset type (detected from the columns when not named).
 
@@ -236,7 +239,8 @@ class StepMethods:
         - `single_message_answers` (default False): a completion, chosen or rejected value may be one message object instead of a list
         - `min_rows` (default None): the fewest rows the table may have (a table check, its own step)
         - `extra_columns` (default True): columns outside the format may be in the table (off: a table check, reported as its own step)
-        - `profile` (default None): a trainer's rules as defaults: sample, openai, together, torchtune
+        - `placeholder_contents` (default False): refuse a message whose whole text is a serialised missing value: NaN, null, None or undefined (any case, spaces around): placeholder_content
+        - `profile` (default None): a trainer's rules as defaults: sample, openai, together, torchtune, mistral
         """
         self._add_dataset_type(
             dataset_type,

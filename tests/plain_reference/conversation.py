@@ -11,7 +11,8 @@ message it refuses; `system_position` at each system message but the first;
 `developer_position` at each developer message after the lead; `first_role` at the
 first turn (None without a turn); `last_role` and `prompt_end` at the last message;
 `not_alternating` at the second turn of each pair; `orphan_tool` at each tool message
-that answers nothing; the rules of the whole value (`no_messages`,
+that answers nothing; `unanswered_call` at each assistant message whose calls aren't all
+answered (`peers`); the rules of the whole value (`no_messages`,
 `too_few_messages`, `missing_turn`, `missing_role`, `too_many_images`,
 `image_count`, `bad_tools`) at None.
 
@@ -30,7 +31,7 @@ from __future__ import annotations
 import numbers
 from collections.abc import Mapping
 
-from . import parts, tools
+from . import parts, peers, tools
 from .options import resolve
 from .values import (
     ABSENT,
@@ -51,10 +52,10 @@ ORDER = (
     "too_large", "not_messages", "mixed_format", "not_text", "not_label", "bad_input",
     "output_count", "no_messages", "too_few_messages", "empty_text", "bad_message", "unknown_key",
     "bad_content_type", "bad_image_url", "image_too_large", "bad_weight", "bad_tool_call",
-    "bad_function_call", "bad_thinking", "bad_tools", "tool_turn", "unknown_role", "image_role",
+    "bad_function_call", "mistral_tool_call", "bad_thinking", "bad_tools", "tool_turn", "unknown_role", "image_role",
     "system_position", "developer_position", "missing_turn", "missing_role", "first_role",
-    "prompt_end", "completion_role", "orphan_tool", "not_alternating", "last_role", "unknown_tool",
-    "empty_content", "too_many_images", "image_count", "same_pair", "implicit_prompt",
+    "prompt_end", "completion_role", "orphan_tool", "unanswered_call", "not_alternating", "last_role",
+    "unknown_tool", "content_or_calls", "empty_content", "placeholder_content", "too_many_images", "image_count", "same_pair", "implicit_prompt",
 )
 """Every code, in the order they are checked (the README: "a row's code is the first that applies")."""
 
@@ -73,7 +74,7 @@ class Conversation:
         self.n = len(self.messages)
         self.roles = [self._role(m) for m in self.messages]
         self.contents = [m.get(o.content_key, ABSENT) if isinstance(m, Mapping) else ABSENT for m in self.messages]
-        self.calls = [self._calls(m) for m in self.messages] if o.tools else [None] * self.n
+        self.calls = [self._calls(m) for m in self.messages] if o.tools or o.mistral else [None] * self.n
         lead = 1 if self.n and self.roles[0] == "system" else 0
         if o.harmony and lead < self.n and self.roles[lead] == "developer":
             lead += 1
@@ -340,6 +341,7 @@ RULES = {
     "bad_weight": bad_weight,
     "bad_tool_call": bad_tool_call,
     "bad_function_call": bad_function_call,
+    "mistral_tool_call": peers.mistral_tool_call,
     "bad_thinking": bad_thinking,
     "bad_tools": bad_tools,
     "tool_turn": tool_turn,
@@ -353,10 +355,13 @@ RULES = {
     "prompt_end": prompt_end,
     "completion_role": completion_role,
     "orphan_tool": orphan_tool,
+    "unanswered_call": peers.unanswered_call,
     "not_alternating": not_alternating,
     "last_role": last_role,
     "unknown_tool": unknown_tool,
+    "content_or_calls": peers.content_or_calls,
     "empty_content": empty_content,
+    "placeholder_content": peers.placeholder_content,
     "too_many_images": too_many_images,
     "image_count": image_count,
 }

@@ -48,6 +48,7 @@ FORMAT_OPTIONS = {
     "single_message_answers": False,
     "min_rows": None,
     "extra_columns": True,
+    "placeholder_contents": False,
     "profile": None,
 }
 """Tool calling, Harmony, ShareGPT, images, the dataset rows' reading, the table checks, profiles."""
@@ -108,6 +109,19 @@ PROFILES = {
         "content_types": "text_or_parts",
         "allow_empty": True,
     },
+    # mistral-finetune (commit 1943535) and mistral-common v1.11.7's fine-tuning validator: the
+    # roles of `Roles`, tool calls, no order but tool answers, the assistant last, one message
+    # refused, an assistant weight 0 or 1; its own rules are `peers`' (o.mistral).
+    "mistral": {
+        "roles": ("system", "user", "assistant", "tool"),
+        "tools": True,
+        "alternate": False,
+        "allow_empty": True,
+        "last_role": "assistant",
+        "min_messages": 2,
+        "content_types": "text_or_parts",
+        "weight_key": "weight",
+    },
 }
 
 
@@ -132,5 +146,6 @@ def resolve(options):
     o.aliases = {**(SHAREGPT_TAGS if o.sharegpt else {}), **(o.role_map or {})}
     o.thinking = o.thinking_key if o.thinking_key is not None else ("thinking" if o.harmony else None)
     o.sample = profile == "sample"
+    o.mistral = profile == "mistral"
     o.tool_turns = ("tool", "function")
     return o

@@ -20,6 +20,7 @@ from ..conversation.conversation import COMPLETION, PROMPT, WHOLE
 from ..conversation.rule import Code, Rule
 from ..conversation.spec import ChatFormat
 from ..formats import harmony, parts, tools
+from ..trainers import mistral
 from ..trainers import rules as trainers
 
 # --- The codes decided outside the rules of a conversation ------------------------------------
@@ -109,6 +110,7 @@ CODES: tuple[Code | Rule, ...] = (
     trainers.bad_weight,
     tools.bad_tool_call,
     trainers.bad_function_call,
+    mistral.mistral_tool_call,
     harmony.bad_thinking,
     tools.bad_tools,
     trainers.tool_turn,
@@ -122,10 +124,13 @@ CODES: tuple[Code | Rule, ...] = (
     core.prompt_end,
     core.completion_role,
     tools.orphan_tool,
+    mistral.unanswered_call,
     core.not_alternating,
     core.last_role,
     tools.unknown_tool,
+    mistral.content_or_calls,
     core.empty_content,
+    trainers.placeholder_content,
     parts.too_many_images,
     parts.image_count,
     same_pair,
@@ -152,6 +157,8 @@ OPTION_SWITCHES: dict[str, Callable[[ChatFormat], bool]] = {
     "tools": lambda fmt: fmt.tools,
     "thinking": lambda fmt: fmt.thinking is not None,
     "profile": lambda fmt: fmt.profile == "sample",
+    "mistral": lambda fmt: fmt.profile == "mistral",
+    "placeholder_contents": lambda fmt: fmt.placeholder_contents,
     "harmony": lambda fmt: fmt.harmony,
     "system_role": lambda fmt: fmt.has_system,
     "first_role": lambda fmt: fmt.first_role is not None,

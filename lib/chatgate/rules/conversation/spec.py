@@ -46,7 +46,13 @@ TOOL_ROLES: frozenset[str] = frozenset(
 )
 """Roles (and ShareGPT tags) of tool and function turns, refused by the sample profile."""
 
-PROFILES: tuple[str, ...] = ("sample", "openai", "together", "torchtune")
+PROFILES: tuple[str, ...] = ("sample", "openai", "together", "torchtune", "mistral")
+
+PLACEHOLDERS: frozenset[str] = frozenset({"nan", "null", "none", "undefined"})
+"""The serialised missing values `placeholder_contents=True` refuses as a message's whole text,
+compared after stripping surrounding whitespace and ignoring case (`NaN`, `null`, `None`,
+`undefined`, and `NULL`, `nan`...): pandas writes `NaN` and `None`, JSON `null`, JavaScript
+`undefined`, and the data-cleaning code that looks for them lowercases first."""
 
 MAX_VALUE_BYTES = 16 * 2**20
 """The default `max_value_bytes=`: 16 MiB. A value is judged whole in memory, and parsing
@@ -115,9 +121,13 @@ class ChatFormat:
       every engine. None (from Python only: a job's YAML null and an absent flag mean
       the default) reads every value whole. Checked before any other rule: it is the
       first code.
+    - `placeholder_contents`: a message whose whole text is a serialised missing value
+      (`PLACEHOLDERS`: NaN, null, None or undefined, in any case, spaces around) gets
+      `placeholder_content`: a conversion bug (a null written as text), not a turn.
     - `profile`: `"sample"` adds the rules of a conversation sample type: roles system,
       user and assistant only; at least one user and one assistant turn; tool and
-      function turns refused (`tool_turn`). See `sample_profile()`.
+      function turns refused (`tool_turn`). See `sample_profile()`. `"mistral"` adds the rules
+      of Mistral's fine-tuning (`trainers.mistral`) to its defaults.
 
     >>> ChatFormat(last_role="assistant").roles
     ('system', 'user', 'assistant')
@@ -173,7 +183,14 @@ class ChatFormat:
     extra_columns: bool = _option(
         True, "columns outside the format may be in the table (off: a table check, reported as its own step)"
     )
-    profile: str | None = _option(None, "a trainer's rules as defaults: sample, openai, together, torchtune", "NAME", choices=PROFILES)
+    placeholder_contents: bool = _option(
+        False,
+        "refuse a message whose whole text is a serialised missing value: NaN, null, None or undefined "
+        "(any case, spaces around): placeholder_content",
+    )
+    profile: str | None = _option(
+        None, "a trainer's rules as defaults: sample, openai, together, torchtune, mistral", "NAME", choices=PROFILES
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "roles", role_tuple(self.roles))
@@ -202,6 +219,7 @@ class ChatFormat:
         for key in (
             "alternate", "allow_empty", "na_pass", "tools", "harmony", "sharegpt", "legacy_functions",
             "image_data_urls", "standard_parts", "single_message_answers", "extra_columns",
+            "placeholder_contents",
         ):
             if not isinstance(getattr(self, key), bool):
                 raise TypeError(f"{key}= must be True or False, not {getattr(self, key)!r}")
@@ -275,7 +293,8 @@ class ChatFormat:
             self.tools
             or self.harmony
             or self.sharegpt
-            or self.profile == "sample"
+            or self.profile in ("sample", "mistral")
+            or self.placeholder_contents
             or self.thinking_key is not None
             or self.text_key != "text"
             or self.has_row_options

@@ -39,6 +39,9 @@ class Extra(NamedTuple):
     function_call: Any = None
     """With legacy_functions=True: the message's `function_call` as True (a mapping with a
     string `name`), None (absent or null) or BAD."""
+    raw_calls: Any = None
+    """With profile="mistral": the message's `tool_calls` as written (Mistral's rules read
+    each call's `id` and the kind of its `arguments`)."""
 
 
 class Read(NamedTuple):
@@ -103,7 +106,8 @@ def read_messages(messages: Sequence[Any], fmt: ChatFormat, *, extras: bool | No
     want = (not fmt.is_core) if extras is None else extras
     role_key, content_key = fmt.role_key, fmt.content_key
     thinking_key = fmt.thinking
-    read_calls = fmt.tools or fmt.profile == "sample"
+    read_calls = fmt.tools or fmt.profile in ("sample", "mistral")
+    mistral = fmt.profile == "mistral"
     aliases = fmt.role_aliases
     roles: list[Any] = []
     contents: list[Any] = []
@@ -123,12 +127,7 @@ def read_messages(messages: Sequence[Any], fmt: ChatFormat, *, extras: bool | No
         if out is None:
             contents.append(content)
             continue
-        calls = None
-        if fmt.sharegpt and source == "function_call" and fmt.tools:
-            calls = sharegpt_calls(content)
-            content = MISSING
-        elif read_calls:
-            calls = parse_calls(message.get("tool_calls", MISSING))
+        calls, content = _calls(message, source, content, fmt, read_calls)
         contents.append(content)
         out.append(
             Extra(
@@ -139,9 +138,18 @@ def read_messages(messages: Sequence[Any], fmt: ChatFormat, *, extras: bool | No
                 _thinking(message, thinking_key),
                 count_images(content, fmt),
                 *_row_option_fields(message, fmt),
+                message.get("tool_calls") if mistral else None,
             )
         )
     return Read(roles, contents, out)
+
+
+def _calls(message: Mapping[Any, Any], source: Any, content: Any, fmt: ChatFormat, read: bool) -> tuple[Any, Any]:
+    """A message's tool calls (see `Extra.calls`) and its content: a ShareGPT `function_call`
+    turn's value is its calls, and it has no content then."""
+    if fmt.sharegpt and source == "function_call" and fmt.tools:
+        return sharegpt_calls(content), MISSING
+    return (parse_calls(message.get("tool_calls", MISSING)) if read else None), content
 
 
 def _row_option_fields(message: Mapping[Any, Any], fmt: ChatFormat) -> tuple[bool, Any, Any]:

@@ -78,6 +78,28 @@ TRAINER_PROFILES: dict[str, dict[str, Any]] = {
         "min_messages": 2,
         "content_types": "text_or_parts",
     },
+    # mistral-finetune (commit 1943535, 2026-06-12) `finetune/data/tokenize.py`'s
+    # `build_instruct_sample`, which `utils/validate_data.py` runs on each line, and the
+    # mistral-common validator it calls (v1.11.7, commit bc022b9: `MistralRequestValidatorV3`,
+    # `ValidationMode.finetuning`): roles system, user, assistant, tool (`Roles`); no turn
+    # order beyond tool answers (`_validate_message_order` lets user follow user and assistant
+    # follow assistant); the last message the assistant's; a one-message conversation refused;
+    # an assistant's `weight` 0 or 1. Its own rules (tool call ids and names, content or tool
+    # calls, every call answered) are `trainers.mistral`'s, on with this profile.
+    # Not followed: a system message anywhere once (mistral-finetune lifts it out of the list;
+    # chatgate keeps `system_position`), a `text` key standing for `content`, a weight of 1.0
+    # (chatgate asks the integer), `[system, assistant]` (refused: one message once the system
+    # is lifted out), the first message's tool calls left uncounted by the validator's loop.
+    "mistral": {
+        "roles": ("system", "user", "assistant", "tool"),
+        "tools": True,
+        "alternate": False,
+        "allow_empty": True,
+        "last_role": "assistant",
+        "min_messages": 2,
+        "content_types": "text_or_parts",
+        "weight_key": "weight",
+    },
 }
 """The trainers' profiles: each a set of defaults, which the options given override."""
 

@@ -3,18 +3,21 @@
 The options that trainers' own checks add to the core (`min_messages=`, `allowed_keys=`,
 `weight_key=`, `legacy_functions=`, `require_roles=`), and the conversation sample type
 (`profile="sample"`): no tool turns, a user and an assistant turn at least. (The options of
-content parts and images are the rules of `formats.parts`.)
+content parts and images are the rules of `formats.parts`; Mistral's, `trainers.mistral`.)
+Also a peers' rule of contents: `placeholder_contents=True` (`placeholder_content`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from numbers import Integral
 from typing import Any
 
 from ..base.markers import BAD, MISSING
+from ..base.values import is_sequence
 from ..conversation.conversation import Conversation
 from ..conversation.rule import per_message, whole_value
-from ..conversation.spec import TOOL_ROLES
+from ..conversation.spec import PLACEHOLDERS, TOOL_ROLES
 
 
 @whole_value(
@@ -111,3 +114,40 @@ def missing_role(c: Conversation) -> bool:
 
 def _is_zero_or_one(value: Any) -> bool:
     return isinstance(value, Integral) and not isinstance(value, bool) and value in (0, 1)
+
+
+@per_message(
+    "placeholder_contents",
+    phrase=(
+        "has a message whose whole text is a placeholder such as NaN or null",
+        "have a message whose whole text is a placeholder such as NaN or null",
+    ),
+    raised_by="placeholder_contents=True",
+    meaning="a message's whole text is a serialised missing value: NaN, null, None or undefined "
+    "(any case, spaces around)",
+    reads_contents=True,
+)
+def placeholder_content(c: Conversation, i: int) -> bool:
+    """Refuses a message whose whole text is a serialised missing value (`spec.PLACEHOLDERS`):
+    a string content, or a list of text parts only, whose text is `NaN`, `null`, `None` or
+    `undefined`, in any case, with spaces around or not."""
+    return is_placeholder(c.contents[i], c.fmt.text_key)
+
+
+def is_placeholder(content: Any, text_key: str = "text") -> bool:
+    """Is a content's whole text a serialised missing value?
+
+    >>> is_placeholder(" NaN "), is_placeholder([{"type": "text", "text": "null"}]), is_placeholder("None of them")
+    (True, True, False)
+    """
+    if isinstance(content, str):
+        return content.strip().lower() in PLACEHOLDERS
+    if not is_sequence(content) or not len(content):
+        return False
+    texts = []
+    for part in content:
+        text = part.get(text_key) if isinstance(part, Mapping) and part.get("type") == "text" else None
+        if not isinstance(text, str):
+            return False
+        texts.append(text)
+    return "".join(texts).strip().lower() in PLACEHOLDERS
