@@ -10,7 +10,7 @@ JARS_STAMP := $(JARS_DIR)/.resolved
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help setup jars run spark-submit test test-all fuzz bench bench-large lint signatures dist clean
+.PHONY: help setup jars run spark-submit test test-all fuzz bench bench-large lint signatures docs dist cluster-pack clean
 .PHONY: airflow-env airflow-test
 
 help: ## List the targets
@@ -101,18 +101,34 @@ lint: $(LINT_STAMP) ## Lint with ruff (style, complexity <= 15), radon (complexi
 signatures: setup ## Write the public functions' and step methods' signatures out from the spec (tests/test_signatures.py checks them)
 	$(PY) -m chatgate._gen_signatures
 
+DOCS_STAMP := $(VENV)/.docs-installed
+
+$(DOCS_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[docs]'
+	touch $@
+
+docs: $(DOCS_STAMP) ## Build the documentation site into site/ (mkdocs, warnings are errors; the performance table from its results file)
+	$(PY) -m bench.perf_table --write docs/performance/index.md
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+	@echo "site/index.html: the documentation site (mkdocs serve to browse it live)"
+
+dist: setup ## Build chatgate's wheel and source distribution into dist/ (pip install dist/chatgate-*.whl)
+	mkdir -p dist
+	rm -f dist/chatgate-*.whl dist/chatgate-*.tar.gz
+	$(PY) -m build --outdir dist .
+	@echo "dist/: the chatgate wheel and sdist: pip install 'dist/<wheel>[duckdb]' (extras: duckdb, spark, polars, pandas)"
+
 DIST_VENV := build/dist-venv
 
-dist: setup jars ## Pack what a cluster's executors need: dist/chatgate-env.tar.gz, the wheel, Delta's jars
-	rm -rf $(DIST_VENV) && mkdir -p dist
+cluster-pack: dist jars ## Pack what a cluster's executors need into dist/: chatgate-env.tar.gz (--archives), the wheel, Delta's jars (--jars)
+	rm -rf $(DIST_VENV)
 	$(PYTHON) -m venv $(DIST_VENV)
 	$(DIST_VENV)/bin/pip install --quiet --upgrade pip
 	# The cluster brings Spark itself: pack chatgate and its compiled dependencies, not pyspark.
-	$(DIST_VENV)/bin/pip install --quiet '.[pandas]' venv-pack
+	$(DIST_VENV)/bin/pip install --quiet "$$(ls dist/chatgate-*.whl)[pandas]" venv-pack
 	$(DIST_VENV)/bin/venv-pack -p $(DIST_VENV) -o dist/chatgate-env.tar.gz --force
-	$(PY) -m pip wheel --quiet --no-deps -w dist .
 	cp $(JARS_DIR)/*.jar dist/
 	@echo "dist/: chatgate-env.tar.gz (pass with --archives), the chatgate wheel, Delta's jars (--jars)"
 
 clean: ## Remove build outputs (keeps .venv and the jar cache)
-	rm -rf dist build bench/results/*.json bench/results/*.png sample_lakehouse
+	rm -rf dist build site bench/results/*.json bench/results/*.png sample_lakehouse
