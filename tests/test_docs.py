@@ -1,7 +1,9 @@
-"""The README runs as written: every sh, SQL and Python block, from the repo root, in order.
+"""The README and the docs run as written: every sh, SQL and Python block, from the repo root, in order.
 
-Each code block runs as a reader would run it, top to bottom after `make setup`, from
-the repo root and with nothing activated:
+Each page is README.md or a page of docs/ (the documentation site `make docs` builds). Each
+code block runs as a reader would run it, top to bottom after `make setup`, from the repo
+root and with nothing activated, each page on its own (a page doesn't lean on another's
+outputs: one that needs `make run`'s sample lakehouse runs `make run` first):
 
 - ```sh blocks with bash (`set -euo pipefail`: every command must succeed) in a clean
   environment: no virtual environment on PATH, no Spark or PySpark variables, no outer
@@ -10,20 +12,24 @@ the repo root and with nothing activated:
   session would (a block may use what an earlier one made);
 - ```sql blocks on the engine their first line names (`-- DuckDB SQL`, `-- Spark SQL`,
   `-- DuckDB or Spark SQL`: then on both): DuckDB on the connection `con` the README's
-  Python opened, Spark in the shared test session, where the README's Python registered
+  Python opened, Spark in the shared test session, where the page's Python registered
   the views. A query must return rows.
 
-"The repo root" is a temporary directory that mirrors it: a symlink to each entry of the
+"The repo root" is a temporary directory per page that mirrors it: a symlink to each entry of the
 repository that git doesn't ignore, plus `.venv` and `.cache` (what `make setup` and `make
 jars` build). What the blocks write (`sample_lakehouse/`, `lake/`, ...) lands there, never
 in the repository.
 
-Before a block, the blocks above it run (each once per module), but a block that doesn't
-need Spark never waits for one that does. A block that can't run here (it needs a server
-or a cluster, or would run this test) says so right above it in the README, as
+Before a block, the blocks above it on its page run (each once per module), but a block that
+doesn't need Spark never waits for one that does. A block that can't run here (it needs a
+server or a cluster, or would run this test) says so right above it on its page, as
 `<!-- not run: why -->`: its test is skipped with that reason, and no other block is.
 Plain blocks (```, ```text) are output or diagrams; one that follows a line saying
 "prints" is what the block before it prints, and is compared with it.
+
+The tests below also pin what other pages of the project rely on: the README's two set-up
+commands and quick start, the tests the promises name, the exit statuses of `chatgate run`,
+and the performance page's table (generated from its results file).
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ import re
 import shlex
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +50,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+PAGES = [README, *sorted(DOCS.rglob("*.md"))]
+"""Every page whose blocks run: the README, then the docs' pages."""
 
 RUNNERS = {"sh": "sh", "sql": "sql", "python": "python", "py": "python"}
 """Each language a block may be written in that the test runs, and how it runs it."""
@@ -75,7 +84,8 @@ SH_TIMEOUT = 1800  # seconds: the Spark job blocks start a JVM each, on a busy m
 
 @dataclass(frozen=True)
 class Block:
-    number: int  # among the README's fenced blocks, from 1
+    page: str  # its path from the repo root
+    number: int  # among the page's fenced blocks, from 1
     line: int  # of the opening fence
     language: str  # as written after the fence
     code: str
@@ -106,7 +116,8 @@ class Block:
     def shown(self) -> str | None:
         """The output shown for this block: a plain block right after it, below a line saying "prints"."""
         between = self.after.strip()
-        following = BLOCKS[self.number] if self.number < len(BLOCKS) else None
+        blocks = BLOCKS[self.page]
+        following = blocks[self.number] if self.number < len(blocks) else None
         if (
             following
             and following.language in PLAIN
@@ -117,10 +128,10 @@ class Block:
         return None
 
     def __str__(self) -> str:
-        return f"README.md line {self.line} (```{self.language})"
+        return f"{self.page} line {self.line} (```{self.language})"
 
 
-def parse(text: str) -> list[Block]:
+def parse(text: str, page: str = "README.md") -> list[Block]:
     matches = list(FENCE.finditer(text))
     blocks = []
     for n, match in enumerate(matches):
@@ -128,23 +139,31 @@ def parse(text: str) -> list[Block]:
         end = matches[n + 1].start() if n + 1 < len(matches) else len(text)
         line = text.count("\n", 0, match.start()) + 1
         blocks.append(
-            Block(n + 1, line, match.group(1).strip(), match.group(2), above, text[match.end() : end])
+            Block(page, n + 1, line, match.group(1).strip(), match.group(2), above, text[match.end() : end])
         )
     return blocks
 
 
-BLOCKS = parse(README.read_text())
-RUNS = [(block, engine) for block in BLOCKS for engine in block.engines]
-"""Every run of a block, in README order: a block on each of its engines."""
+def _name(page: Path) -> str:
+    return page.relative_to(ROOT).as_posix()
+
+
+BLOCKS = {_name(page): parse(page.read_text(), _name(page)) for page in PAGES}
+"""Each page's fenced blocks, in order."""
+ALL_BLOCKS = [block for blocks in BLOCKS.values() for block in blocks]
+RUNS = {
+    page: [(block, engine) for block in blocks for engine in block.engines] for page, blocks in BLOCKS.items()
+}
+"""Every run of a block, page by page in page order: a block on each of its engines."""
 
 
 def _param(block: Block, engine: str) -> object:
-    name = f"line{block.line}-{block.language}" + (f"-{engine}" if block.kind == "sql" else "")
+    name = f"{block.page}:line{block.line}-{block.language}" + (f"-{engine}" if block.kind == "sql" else "")
     marks = [pytest.mark.spark] if block.needs_spark(engine) else []
     return pytest.param(block, engine, id=name, marks=marks)
 
 
-# -- the mirror of the repo root, and a reader going through the README ---------------
+# -- the mirror of the repo root, and a reader going through a page ---------------------
 
 
 def _ignored(names: list[str]) -> set[str]:
@@ -181,19 +200,20 @@ def _cwd(path: Path) -> Iterator[None]:
 
 
 class Reader:
-    """One reader going through the README in its mirror of the repo root, each run of a block once."""
+    """One reader going through one page in its mirror of the repo root, each run of a block once."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, page: str, session: dict[str, object]) -> None:
         self.root = root
-        self.namespace: dict[str, object] = {"__name__": "__readme__"}
+        self.page = page
+        self.namespace: dict[str, object] = {"__name__": "__docs__"}
         self.outcomes: dict[tuple[int, str], tuple[bool, str]] = {}
         self.spark: object = None
-        self.views_before: set[str] = set()
+        self.session = session  # shared by the pages: Spark's session, and its views before theirs
 
     def run(self, block: Block, engine: str, request: pytest.FixtureRequest) -> str:
         """Run the blocks above `block` (those it may need), then `block`; what it printed."""
         spark = block.needs_spark(engine)
-        for earlier, earlier_engine in RUNS:
+        for earlier, earlier_engine in RUNS[self.page]:
             if (earlier, earlier_engine) == (block, engine):
                 break
             if earlier.not_run is not None or (earlier.needs_spark(earlier_engine) and not spark):
@@ -211,7 +231,9 @@ class Reader:
         if key not in self.outcomes:
             if block.needs_spark(engine) and self.spark is None:
                 self.spark = request.getfixturevalue("spark")
-                self.views_before = self._views()
+                if "views_before" not in self.session:
+                    self.session["spark"] = self.spark
+                    self.session["views_before"] = _views(self.spark)
             try:
                 self.outcomes[key] = (True, self._execute(block, engine))
             except Exception as exc:  # noqa: BLE001 - reported by the test of this block and of those after it
@@ -250,7 +272,7 @@ class Reader:
 
             con = self.namespace.get("con")
             assert isinstance(con, duckdb.DuckDBPyConnection), (
-                "no DuckDB connection `con` from the README's Python"
+                "no DuckDB connection `con` from the page's Python"
             )
             with _cwd(self.root):
                 rows = (
@@ -258,11 +280,8 @@ class Reader:
                 )  # shown by DuckDB, as `con.sql(query)` is
         else:
             rows = len(self.spark.sql(block.code).collect())  # type: ignore[attr-defined]
-        assert rows, "the query returned no rows: does it read the outputs the README's blocks made?"
+        assert rows, "the query returned no rows: does it read the outputs the page's blocks made?"
         return ""
-
-    def _views(self) -> set[str]:
-        return {t.name for t in self.spark.catalog.listTables() if t.isTemporary}  # type: ignore[attr-defined]
 
     def close(self) -> None:
         import duckdb
@@ -270,22 +289,36 @@ class Reader:
         for value in self.namespace.values():
             if isinstance(value, duckdb.DuckDBPyConnection):
                 value.close()
-        if self.spark is not None:
-            for view in self._views() - self.views_before:
-                self.spark.catalog.dropTempView(view)  # type: ignore[attr-defined]
+
+
+def _views(spark: object) -> set[str]:
+    return {t.name for t in spark.catalog.listTables() if t.isTemporary}  # type: ignore[attr-defined]
 
 
 @pytest.fixture(scope="module")
-def reader(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Reader]:
-    root = tmp_path_factory.mktemp("repo")
+def reader_of(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], Reader]]:
+    """A page's reader, made when its first block runs, in a mirror of the repo root of its own."""
     entries = sorted(p.name + ("/" if p.is_dir() else "") for p in ROOT.iterdir() if p.name != ".git")
     ignored = _ignored(entries)
-    for entry in ROOT.iterdir():
-        if entry.name != ".git" and (entry.name not in ignored or entry.name in BUILT):
-            (root / entry.name).symlink_to(entry)
-    reading = Reader(root)
-    yield reading
-    reading.close()
+    session: dict[str, object] = {}
+    found: dict[str, Reader] = {}
+
+    def reader(page: str) -> Reader:
+        if page not in found:
+            root = tmp_path_factory.mktemp(re.sub(r"\W+", "-", page))
+            for entry in ROOT.iterdir():
+                if entry.name != ".git" and (entry.name not in ignored or entry.name in BUILT):
+                    (root / entry.name).symlink_to(entry)
+            found[page] = Reader(root, page, session)
+        return found[page]
+
+    yield reader
+    for reading in found.values():
+        reading.close()
+    if "spark" in session:
+        spark = session["spark"]
+        for view in _views(spark) - session["views_before"]:  # type: ignore[operator]
+            spark.catalog.dropTempView(view)  # type: ignore[attr-defined]
 
 
 def normalized(output: str) -> str:
@@ -297,19 +330,21 @@ def normalized(output: str) -> str:
 # -- the blocks ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("block", "engine"), [_param(block, engine) for block, engine in RUNS])
-def test_readme_block_runs_as_written(reader, request, block, engine):
+@pytest.mark.parametrize(
+    ("block", "engine"), [_param(block, engine) for runs in RUNS.values() for block, engine in runs]
+)
+def test_block_runs_as_written(reader_of, request, block, engine):
     if block.not_run is not None:
         pytest.skip(f"{block}: not run: {block.not_run}")
-    printed = reader.run(block, engine, request)
+    printed = reader_of(block.page).run(block, engine, request)
     shown = block.shown()
     if shown is not None:
-        assert normalized(printed) == normalized(shown), f"{block} doesn't print what the README shows"
+        assert normalized(printed) == normalized(shown), f"{block} doesn't print what the page shows"
 
 
 def test_every_block_is_run_or_says_why_not():
-    assert len(RUNS) >= 15
-    for block in BLOCKS:
+    assert sum(len(runs) for runs in RUNS.values()) >= 40
+    for block in ALL_BLOCKS:
         assert block.kind or block.language in PLAIN, (
             f"{block}: the test doesn't know how to run ```{block.language} (sh, sql, python or py; "
             "plain or text for output)"
@@ -321,16 +356,17 @@ def test_every_block_is_run_or_says_why_not():
             assert block.engines, (
                 f"{block}: a SQL block's first line names its engine: one of {list(SQL_ENGINES)}"
             )
-    text = README.read_text()
-    assert text.count("<!-- not run") == sum(b.not_run is not None for b in BLOCKS), (
-        "a `not run` comment that isn't right above a block"
-    )
-    not_run = [b for b in BLOCKS if b.not_run is not None]
-    assert len(not_run) <= len([b for b in BLOCKS if b.kind]) // 3, "most blocks must run"
+    for page in PAGES:
+        blocks = BLOCKS[_name(page)]
+        assert page.read_text().count("<!-- not run") == sum(b.not_run is not None for b in blocks), (
+            f"{_name(page)}: a `not run` comment that isn't right above a block"
+        )
+    not_run = [b for b in ALL_BLOCKS if b.not_run is not None]
+    assert len(not_run) <= len([b for b in ALL_BLOCKS if b.kind]) // 4, "most blocks must run"
 
 
 def test_plain_blocks_hold_output_not_commands():
-    for block in BLOCKS:
+    for block in ALL_BLOCKS:
         if block.language in PLAIN:
             command = COMMAND_LINE.search(block.code)
             assert command is None, (
@@ -338,33 +374,47 @@ def test_plain_blocks_hold_output_not_commands():
             )
 
 
-def test_readme_shows_what_its_examples_print():
-    showing = [block for block in BLOCKS if block.kind and block.shown() is not None]
+def test_the_pages_show_what_their_examples_print():
+    showing = [block for block in ALL_BLOCKS if block.kind and block.shown() is not None]
     # The quick start's command and its look at the outputs, and the API's first example at least.
     assert len(showing) >= 3 and "sh" in [b.kind for b in showing]
     for block in showing:
         assert block.not_run is None, f"{block} shows an output no test compares"
 
 
-def test_readme_gives_the_two_commands_and_your_own_data_first():
+def test_readme_is_short_and_gives_the_two_commands_and_a_quick_start_from_jsonl():
     text = README.read_text()
-    assert text.index("make run") < text.index("## The Python API")
-    assert text.index("make test") < text.index("## The Python API")
-    assert text.index("## Your own data") < text.index("## The Python API")
-    quick_start = text.split("## Your own data", 1)[1].split("\n## ", 1)[0]
+    assert len(text.splitlines()) <= 200, "the README stays short: the rest belongs in docs/"
+    assert "make run" in text and "make test" in text
+    quick_start = text.split("## Quick start", 1)[1].split("\n## ", 1)[0]
     assert "examples/chats.jsonl" in quick_start and (ROOT / "examples" / "chats.jsonl").is_file()
-    assert ".venv/bin/chatgate run --source lake/chats" in quick_start
+    assert ".venv/bin/chatgate run --source examples/chats.jsonl --column messages" in quick_start
+    assert ".venv/bin/chatgate report --summary s --quarantine q" in quick_start
+
+
+def test_every_link_between_pages_leads_to_a_page():
+    """The README's links into docs/, and the docs' links to each other, name files that exist."""
+    for page in PAGES:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
+            if not re.match(r"[a-z]+:", target):
+                assert (page.parent / target).exists(), f"{_name(page)} links to {target}, which isn't there"
+
+
+def test_every_page_of_the_docs_is_in_the_sites_navigation():
+    nav = (ROOT / "mkdocs.yml").read_text().split("\nnav:", 1)[1]
+    listed = set(re.findall(r":\s*(\S+\.md)\s*$", nav, flags=re.M))
+    assert listed == {page.relative_to(DOCS).as_posix() for page in DOCS.rglob("*.md")}
 
 
 def test_every_test_the_promises_name_exists():
-    section = README.read_text().split("## What we promise", 1)[1].split("\n## ", 1)[0]
+    section = (DOCS / "promises.md").read_text().split("# What we promise", 1)[1]
     named = 0
     for row in section.splitlines():
         current = None
         for path, name in re.findall(r"`(tests/[\w/]+\.py)?(?:::(\w+))?`", row):
             current = path or current
             assert current, f"a test named before its file in: {row}"
-            text = (README.parent / current).read_text()
+            text = (ROOT / current).read_text()
             if name:
                 assert re.search(rf"^def {name}\(", text, flags=re.M), f"{current}::{name} isn't there"
             named += 1
@@ -418,6 +468,20 @@ def test_each_commands_help_gives_examples_that_parse_and_its_exit_statuses(comm
     assert statuses, "no exit statuses"
     listed = re.findall(r"^  (\d)  \S", statuses.group(1), flags=re.M)
     assert listed[0] == "0" and len(listed) >= 2
-    if command == "run":  # the README's table of the job's exit statuses, status for status
-        table = README.read_text().split("Exit status:", 1)[1].split("\n\n", 2)[1]
+    if command == "run":  # the docs' table of the job's exit statuses, status for status
+        table = (DOCS / "job" / "index.md").read_text().split("## Exit status", 1)[1].split("\n\n", 3)[2]
         assert listed == re.findall(r"^\| (\d) \|", table, flags=re.M)
+
+
+# -- the performance page ----------------------------------------------------------------
+
+
+def test_the_performance_page_holds_the_table_its_results_file_gives():
+    import json
+
+    from bench.perf_table import DEFAULT_RESULTS, section
+
+    page = (DOCS / "performance" / "index.md").read_text()
+    results = json.loads(DEFAULT_RESULTS.read_text())
+    assert section(results) in page, "run `make docs` (python -m bench.perf_table --write docs/performance/index.md)"
+    assert page.count("| Spark job, `--dedup auto` (the default) |") == 1, "one table of the jobs' times"
