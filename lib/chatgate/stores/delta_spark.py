@@ -35,6 +35,8 @@ from .delta_spark_sql import (
     table_ref,
 )
 from .deltalake_store import CHANGE_COLUMNS, CHANGE_DATA_FEED, INSERTED
+from .files import no_versions
+from .files_spark import open_files_spark, reads_as_files_spark, refused_file
 
 
 class DeltaSparkStore(TableStore):
@@ -49,6 +51,11 @@ class DeltaSparkStore(TableStore):
         read or write names before its own."""
 
     def open_source(self, source: str, version: int | None) -> tuple[Any, int | None]:
+        if reads_as_files_spark(source):  # JSONL and JSON arrays: see stores/files.py
+            return self._open_files(source, version), None
+        refused = refused_file(source)
+        if refused is not None:
+            raise SourceError(refused)
         try:
             latest = self._version(source)
         except ChatgateError:
@@ -61,6 +68,16 @@ class DeltaSparkStore(TableStore):
         except ChatgateError:
             raise
         except Exception as exc:  # noqa: BLE001
+            raise self._source_error(source, exc) from exc
+
+    def _open_files(self, source: str, version: int | None) -> Any:
+        if version is not None:
+            raise no_versions(source)
+        try:
+            return open_files_spark(self.spark, source)
+        except ChatgateError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - Spark's analysis errors name no source
             raise self._source_error(source, exc) from exc
 
     def open_stream(self, source: str) -> Any:
