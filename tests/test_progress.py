@@ -225,12 +225,22 @@ def test_silence_and_the_environment_decide_the_mode(monkeypatch):
     monkeypatch.setenv(progress.ENV, "0")
     assert progress.mode() == "off"
     monkeypatch.setenv(progress.ENV, "lines")
-    try:
-        progress.silence()
+    with progress.silenced():
         assert progress.mode() == "off" and progress.mode(True) == "off"
-    finally:
-        progress.silence(False)
     assert progress.mode() == "lines"
+
+
+def test_the_clis_quiet_silences_progress_for_its_run_only(tmp_path, monkeypatch):
+    from chatgate.cli import main
+
+    write_deltalake(str(tmp_path / "chats"), chat_table(20, seed=1))
+    seen = []
+    monkeypatch.setattr("chatgate.job.runner.check_rows", lambda *a, **k: seen.append(progress.mode(True)) or 1 / 0)
+    flags = ["run", "--source", str(tmp_path / "chats"), "--column", "messages", "--quarantine", str(tmp_path / "q"),
+             "--summary", str(tmp_path / "s"), "--quiet"]  # fmt: skip
+    assert main(flags) == 1
+    assert seen == ["off"]
+    assert progress.mode(True) == "bar"  # as before the run
 
 
 def test_the_api_engine_reports_through_the_same_reporter(lines_every_20ms, monkeypatch):
@@ -259,11 +269,13 @@ def test_the_api_engine_reports_through_the_same_reporter(lines_every_20ms, monk
 
 
 @pytest.mark.spark
-def test_spark_progress_counts_the_tasks_of_the_blocks_jobs_and_restores_the_job_group(spark, lines_every_20ms):
+@pytest.mark.parametrize("group", [None, "theirs"])
+def test_spark_progress_counts_the_tasks_of_the_blocks_jobs_and_leaves_the_job_group_alone(spark, lines_every_20ms, group):
     from chatgate.engines.spark.progress import spark_progress
 
     context = spark.sparkContext
-    context.setJobGroup("theirs", "their description")
+    if group is not None:
+        context.setJobGroup(group, "their description")
     try:
 
         def slow(batches):
@@ -271,17 +283,20 @@ def test_spark_progress_counts_the_tasks_of_the_blocks_jobs_and_restores_the_job
                 time.sleep(0.3)
                 yield batch
 
+        assert spark.range(0, 40, numPartitions=20).count() == 40  # 20 tasks before the block: not counted
         frame = spark.range(0, 8, numPartitions=4).mapInArrow(slow, "id long")
         with spark_progress(spark, "step 1 (messages)"):
+            assert context.getLocalProperty("spark.jobGroup.id") == group  # a scheduler cancels by it
             assert frame.count() == 8
-        assert context.getLocalProperty("spark.jobGroup.id") == "theirs"
-        assert context.getLocalProperty("spark.job.description") == "their description"
+        assert context.getLocalProperty("spark.job.description") == ("their description" if group else None)
     finally:
         context.setLocalProperty("spark.jobGroup.id", None)
         context.setLocalProperty("spark.job.description", None)
     said = [r.getMessage() for r in lines_every_20ms.records if r.name == "chatgate.progress"]
     counted = [line for line in said if re.fullmatch(r"step 1 \(messages\): \d+ of \d+ tasks done.*", line)]
     assert counted, said
+    totals = {int(re.search(r"of (\d+) tasks", line).group(1)) for line in counted}
+    assert max(totals) < 20, said  # the tasks of the block's count (4, then its last stage), never the job's before
     assert not _progress_threads()
 
 

@@ -261,7 +261,6 @@ def run_from_args(args: argparse.Namespace) -> int:
     from .job.summary import format_summary
 
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, format="chatgate: %(message)s")
-    progress.silence(args.quiet)  # progress goes to stderr: a bar on a terminal, else a line every few seconds
     if args.debug:  # what was kept off the console (deltalake's panics) is logged at DEBUG
         logging.getLogger("chatgate").setLevel(logging.DEBUG)
     if threading.current_thread() is threading.main_thread():
@@ -281,7 +280,8 @@ def run_from_args(args: argparse.Namespace) -> int:
         print(format_summary(result))
         return result.exit_status
 
-    return answered(job, debug=args.debug)
+    with progress.silenced(args.quiet):  # progress goes to stderr: a bar on a terminal, else a line every few seconds
+        return answered(job, debug=args.debug)
 
 
 def _exit_on_sigterm(signum: int, frame: Any) -> None:

@@ -10,7 +10,7 @@ counts nothing (a write) shows how long it has run. It writes to stderr only:
   e.g. ``step 1 (messages): 120,000 of 500,000 rows checked, 41,000/s, about 9 s left``
   (`CHATGATE_PROGRESS=lines`: even on a terminal). The CLI shows INFO lines unless
   `--quiet`; the API shows them where its caller's logging does;
-- nothing with `CHATGATE_PROGRESS=0`, after `silence()` (the CLI's `--quiet`), or with
+- nothing with `CHATGATE_PROGRESS=0`, within `silenced()` (the CLI's `--quiet`), or with
   an engine's `progress=False`.
 
 The line's interval is `CHATGATE_PROGRESS_INTERVAL` seconds (default `INTERVAL`). A
@@ -51,9 +51,20 @@ _label: contextvars.ContextVar[str | None] = contextvars.ContextVar("chatgate_pr
 
 
 def silence(quiet: bool = True) -> None:
-    """No progress at all in this process (the CLI's `--quiet`); `silence(False)` undoes it."""
+    """No progress at all in this process; `silence(False)` undoes it."""
     global _silenced
     _silenced = quiet
+
+
+@contextlib.contextmanager
+def silenced(quiet: bool = True) -> Iterator[None]:
+    """No progress within the block when `quiet` (the CLI's `--quiet`); as before after it."""
+    before = _silenced
+    silence(quiet or before)
+    try:
+        yield
+    finally:
+        silence(before)
 
 
 def mode(setting: bool | None = None) -> Mode:

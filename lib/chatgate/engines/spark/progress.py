@@ -1,10 +1,12 @@
 """Progress of Spark's work, from the driver: the tasks done of the stages of the block's jobs.
 
 The check runs on executors, where nothing can print to the user's terminal. The driver
-asks instead: on a classic session, the block's jobs run in a job group of their own and
-`SparkContext.statusTracker()` gives each job's stages, with their tasks done and their
-number (a stage not started yet counts its tasks too, so the total is known early); on
-Spark Connect, the server's progress updates (`SparkSession.registerProgressHandler`,
+asks instead: on a classic session, `SparkContext.statusTracker()` lists the jobs of this
+thread's job group (or of no group), and those that appear during the block are its own;
+each job's stages give their tasks done and their number (a stage not started yet counts
+its tasks too, so the total is known early; a stage Spark skipped, its output at hand,
+isn't counted once a later stage of its job runs). The job group itself is left alone: a notebook or a scheduler cancels by it.
+On Spark Connect, the server's progress updates (`SparkSession.registerProgressHandler`,
 Spark 4.0+) give the same per stage. `chatgate.progress.Progress` polls them from its
 thread and shows them; the time left is that of the tasks.
 """
@@ -12,15 +14,11 @@ thread and shows them; the time left is that of the tasks.
 from __future__ import annotations
 
 import threading
-import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from ...progress import Poll, Progress
-
-GROUP_PROPERTIES = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
-"""The thread's local properties a job group sets (`SparkContext.setJobGroup`), restored after the block."""
 
 
 @contextmanager
@@ -39,35 +37,32 @@ def _tasks(spark: Any) -> Iterator[Poll | None]:
         return
     try:
         context = spark.sparkContext
+        tracker = context.statusTracker()
+        group = context.getLocalProperty("spark.jobGroup.id")  # this thread's, or None
+        before = set(tracker.getJobIdsForGroup(group))
     except Exception:  # noqa: BLE001 - no SparkContext to ask: the pass shows its time only
         yield None
         return
-    with _job_group(context) as group:
-        tracker = context.statusTracker()
-        yield lambda: _group_tasks(tracker, group)
+    yield lambda: _job_tasks(tracker, set(tracker.getJobIdsForGroup(group)) - before)
 
 
-@contextmanager
-def _job_group(context: Any) -> Iterator[str]:
-    """The block's jobs in a job group of their own (this thread's), the thread's own group after."""
-    saved = {key: context.getLocalProperty(key) for key in GROUP_PROPERTIES}
-    group = f"chatgate-{uuid.uuid4().hex}"
-    context.setJobGroup(group, saved["spark.job.description"] or "chatgate", False)
-    try:
-        yield group
-    finally:
-        for key, value in saved.items():
-            context.setLocalProperty(key, value)
-
-
-def _group_tasks(tracker: Any, group: str) -> tuple[int, int | None]:
-    """The tasks done and in all of the stages of the group's jobs (None: no job started yet)."""
-    stages: set[int] = set()
-    for job in tracker.getJobIdsForGroup(group):
+def _job_tasks(tracker: Any, jobs: set[int]) -> tuple[int, int | None]:
+    """The tasks done and in all of the stages of `jobs` (None: no job started yet)."""
+    stages: list[Any] = []
+    for job in jobs:
         info = tracker.getJobInfo(job)
         if info is not None:
-            stages.update(info.stageIds)
-    return _sums(info for info in map(tracker.getStageInfo, sorted(stages)) if info is not None)
+            found = (tracker.getStageInfo(stage) for stage in sorted(info.stageIds))
+            stages += _run_stages([stage for stage in found if stage is not None])
+    return _sums(stages)
+
+
+def _run_stages(stages: list[Any]) -> list[Any]:
+    """A job's stages (in id order) but those Spark skipped: a parent stage (a lower id) that never
+    ran a task while a later one did had its output already (Spark's adaptive plans make such jobs)."""
+    started = [n for n, stage in enumerate(stages) if stage.numCompletedTasks or stage.numActiveTasks]
+    last = started[-1] if started else -1
+    return [stage for n, stage in enumerate(stages) if n >= last or n in started]
 
 
 def _sums(stages: Iterable[Any]) -> tuple[int, int | None]:
