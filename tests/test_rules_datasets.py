@@ -1015,6 +1015,7 @@ def test_every_new_code_has_an_example():
     trainers |= {"too_large"}
     # the peers' rules (Mistral's, placeholders) are in tests/test_profile_mistral.py and tests/test_rules_peers.py
     trainers |= {"mistral_tool_call", "content_or_calls", "unanswered_call", "placeholder_content"}
+    trainers |= {"audio_count", "video_count"}
     codes = {param.values[3] for param in ALL}
     assert set(EXTENDED_REASONS) - tools - trainers <= codes
     assert set(REASONS) <= codes
@@ -1546,6 +1547,8 @@ EXTENDED_PHRASES = {
         "has image parts that don't match its images",
         "have image parts that don't match their images",
     ),
+    "audio_count": ("has audio tags that don't match its audios", "have audio tags that don't match their audios"),
+    "video_count": ("has video tags that don't match its videos", "have video tags that don't match their videos"),
     "same_pair": ("has identical chosen and rejected", "have identical chosen and rejected"),
     "implicit_prompt": (
         "has chosen and rejected that don't share a prompt",

@@ -81,6 +81,8 @@ TABLE_CODES = [
     "placeholder_content",
     "too_many_images",
     "image_count",
+    "audio_count",
+    "video_count",
 ]
 
 
@@ -131,6 +133,8 @@ def test_all_reasons_is_the_table_order_with_the_codes_decided_elsewhere():
         "placeholder_content",
         "too_many_images",
         "image_count",
+        "audio_count",
+        "video_count",
         "same_pair",
         "implicit_prompt",
     )
@@ -165,7 +169,7 @@ def test_switches_are_named_once():
     everything = switches(fmt, WHOLE, extras=True, declared=True, images=True)
     row_options = {"min_messages", "allowed_keys", "content_types", "weight_key", "legacy_functions", "require_roles"}
     row_options |= {"image_data_urls", "max_image_bytes", "image_roles", "max_images"}
-    assert everything == set(SWITCHES) - {"profile", "mistral", "placeholder_contents", "prompt", "completion"} - row_options
+    assert everything == set(SWITCHES) - {"profile", "mistral", "placeholder_contents", "audios_column", "videos_column", "prompt", "completion"} - row_options
     trainer = ChatFormat(
         min_messages=2,
         allowed_keys=["weight"],

@@ -39,6 +39,10 @@ def first_problem(
     sharegpt: bool = False,
     text_key: str = 'text',
     image_token: str | None = None,
+    audio_token: str | None = None,
+    video_token: str | None = None,
+    audios_column: str | None = None,
+    videos_column: str | None = None,
     min_messages: int | None = None,
     require_roles: Sequence[str] = (),
     content_types: Literal['any', 'text', 'text_or_parts'] = 'any',
@@ -86,6 +90,10 @@ def first_problem(
     - `sharegpt` (default False): ShareGPT messages: from/value keys, human/gpt tags mapped to roles
     - `text_key` (default 'text'): the key of a text part's text in list contents
     - `image_token` (default None): a placeholder counted as one image in text, e.g. <image>
+    - `audio_token` (default None): a placeholder counted as one audio in text, e.g. <audio>
+    - `video_token` (default None): a placeholder counted as one video in text, e.g. <video>
+    - `audios_column` (default None): the row's audios: as many as the audio parts and audio_token tags (audio_count)
+    - `videos_column` (default None): the row's videos: as many as the video parts and video_token tags (video_count)
     - `min_messages` (default None): the fewest messages a conversation may have
     - `require_roles` (default ()): roles that must each appear at least once
     - `content_types` (default 'any'): the contents allowed: any, text (strings only) or text_or_parts
@@ -130,6 +138,10 @@ def check_batch(
     sharegpt: bool = False,
     text_key: str = 'text',
     image_token: str | None = None,
+    audio_token: str | None = None,
+    video_token: str | None = None,
+    audios_column: str | None = None,
+    videos_column: str | None = None,
     min_messages: int | None = None,
     require_roles: Sequence[str] = (),
     content_types: Literal['any', 'text', 'text_or_parts'] = 'any',
@@ -177,6 +189,10 @@ def check_batch(
     - `sharegpt` (default False): ShareGPT messages: from/value keys, human/gpt tags mapped to roles
     - `text_key` (default 'text'): the key of a text part's text in list contents
     - `image_token` (default None): a placeholder counted as one image in text, e.g. <image>
+    - `audio_token` (default None): a placeholder counted as one audio in text, e.g. <audio>
+    - `video_token` (default None): a placeholder counted as one video in text, e.g. <video>
+    - `audios_column` (default None): the row's audios: as many as the audio parts and audio_token tags (audio_count)
+    - `videos_column` (default None): the row's videos: as many as the video parts and video_token tags (video_count)
     - `min_messages` (default None): the fewest messages a conversation may have
     - `require_roles` (default ()): roles that must each appear at least once
     - `content_types` (default 'any'): the contents allowed: any, text (strings only) or text_or_parts

@@ -55,7 +55,7 @@ ORDER = (
     "bad_function_call", "mistral_tool_call", "bad_thinking", "bad_tools", "tool_turn", "unknown_role", "image_role",
     "system_position", "developer_position", "missing_turn", "missing_role", "first_role",
     "prompt_end", "completion_role", "orphan_tool", "unanswered_call", "not_alternating", "last_role",
-    "unknown_tool", "content_or_calls", "empty_content", "placeholder_content", "too_many_images", "image_count", "same_pair", "implicit_prompt",
+    "unknown_tool", "content_or_calls", "empty_content", "placeholder_content", "too_many_images", "image_count", "audio_count", "video_count", "same_pair", "implicit_prompt",
 )
 """Every code, in the order they are checked (the README: "a row's code is the first that applies")."""
 
@@ -68,9 +68,10 @@ class Conversation:
     """What the rules read of a list of messages: each message's role (aliases renamed; None
     for a message that isn't a mapping with a string role), content and calls, and the lead."""
 
-    def __init__(self, messages, o, part=WHOLE, declared=None, images=None, state=None):
+    def __init__(self, messages, o, part=WHOLE, declared=None, images=None, state=None, media=None):
         self.messages, self.o, self.part = list(messages), o, part
         self.declared, self.images, self.state = declared, images, state
+        self.media = media if media is not None else (None, None)
         self.n = len(self.messages)
         self.roles = [self._role(m) for m in self.messages]
         self.contents = [m.get(o.content_key, ABSENT) if isinstance(m, Mapping) else ABSENT for m in self.messages]
@@ -364,18 +365,21 @@ RULES = {
     "placeholder_content": peers.placeholder_content,
     "too_many_images": too_many_images,
     "image_count": image_count,
+    "audio_count": peers.audio_count,
+    "video_count": peers.video_count,
 }
 assert list(RULES) == [code for code in ORDER if code in RULES]
 
 
-def judge_all(messages, o, part=WHOLE, declared=None, images=None, state=None):
+def judge_all(messages, o, part=WHOLE, declared=None, images=None, state=None, media=None):
     """The first code of a list of messages under resolved options `o`, with every place it
     applies at, or None.
 
     `declared`: the row's declared function names (None: no tools column; BAD: malformed);
     `images`: the number of the row's images (None: no images column; BAD: malformed);
-    `state`: the tool run a completion continues (None: judge no tool answers there)."""
-    c = Conversation(messages, o, part, declared, images, state)
+    `state`: the tool run a completion continues (None: judge no tool answers there);
+    `media`: the row's (audios, videos), each like `images`, or None."""
+    c = Conversation(messages, o, part, declared, images, state, media)
     for code, rule in RULES.items():
         if code == "no_messages" or c.n:
             sites = rule(c)
@@ -384,9 +388,9 @@ def judge_all(messages, o, part=WHOLE, declared=None, images=None, state=None):
     return None
 
 
-def judge(messages, o, part=WHOLE, declared=None, images=None, state=None):
+def judge(messages, o, part=WHOLE, declared=None, images=None, state=None, media=None):
     """The first (code, place) of a list of messages (see `judge_all`), or None."""
-    found = judge_all(messages, o, part, declared, images, state)
+    found = judge_all(messages, o, part, declared, images, state, media)
     return None if found is None else (found[0], found[1][0])
 
 
@@ -433,7 +437,7 @@ def read_value(value, o):
     return ({("not_messages", None)} if depth > SURELY_READ else set()), decoded
 
 
-def plain_answers(value, declared=None, images=None, **options):
+def plain_answers(value, declared=None, images=None, media=None, **options):
     """The set of right answers for one value of a conversation column: (code, message index or
     None) pairs, None for a passing value; more than one only where the rules allow both."""
     o = resolve(options)
@@ -444,8 +448,8 @@ def plain_answers(value, declared=None, images=None, **options):
     if messages is None:
         answers.add(("not_messages", None))
         return answers
-    answers.add(judge(messages, o, WHOLE, declared, images))
+    answers.add(judge(messages, o, WHOLE, declared, images, media=media))
     if o.sample:  # the tags of tool turns in other conventions read as tool turns too
         o.tool_turns = TOOL_TURNS + TOOLISH_TAGS
-        answers.add(judge(messages, o, WHOLE, declared, images))
+        answers.add(judge(messages, o, WHOLE, declared, images, media=media))
     return answers

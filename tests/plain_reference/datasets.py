@@ -97,8 +97,11 @@ def plain_chat_row(row, column="messages", tools_column=None, images_column=None
     o = resolve(options)
     declared = declared_names(row.get(tools_column)) if tools_column and o.tools and tools_column in row else None
     images = row_images(row.get(images_column)) if images_column and images_column in row else None
+    media = None
+    if o.audios_column is not None or o.videos_column is not None:  # each named column, present or not
+        media = tuple(None if name is None else row_images(row.get(name)) for name in (o.audios_column, o.videos_column))
     answers = set()
-    for answer in plain_answers(row[column], declared, images, **options):
+    for answer in plain_answers(row[column], declared, images, media, **options):
         if answer is None:
             answers.add(None)
         else:

@@ -14,6 +14,12 @@ v1.11.7's `MistralRequestValidatorV3` in fine-tuning mode, as the profile's READ
 - `unanswered_call` (a whole conversation): an assistant message with k calls that isn't the last
   message is followed by k tool messages at least (more are `orphan_tool`'s).
 
+Audio and video, as LLaMA-Factory's mm_plugin (commit 01915ea) counts `<audio>` and `<video>`
+against a row's `audios` and `videos`: with `audios_column=` (`videos_column=`) named, the
+`{"type": "audio"}` (`"video"`) parts of the messages plus each `audio_token` (`video_token`) in
+their text (a string content, or text parts' text) add up to the length of the row's list
+(null: none; anything but a list: never); else `audio_count` (`video_count`), for the value as a whole.
+
 Placeholders: a message's whole text (its string content, or the texts of a non-empty list made
 of text parts only, joined) is, once stripped of the whitespace around it and lowercased, one of
 nan, null, none, undefined.
@@ -129,6 +135,36 @@ def unanswered_call(c):
         if answers < len(c.calls[i]):
             sites.append(i)
     return sites
+
+
+def media_referenced(content, kind, token, text_key="text"):
+    if isinstance(content, str):
+        return content.count(token) if token else 0
+    if not is_list(content):
+        return 0
+    count = 0
+    for part in content:
+        if isinstance(part, Mapping) and part.get("type") == kind:
+            count += 1
+        elif isinstance(part, Mapping) and part.get("type") == "text" and token and isinstance(part.get(text_key), str):
+            count += part[text_key].count(token)
+    return count
+
+
+def _media_count(c, which, kind, token):
+    total = c.media[which]
+    if total is None:
+        return []
+    found = sum(media_referenced(content, kind, token, c.o.text_key) for content in c.contents)
+    return [None] if total is BAD or found != total else []
+
+
+def audio_count(c):
+    return _media_count(c, 0, "audio", c.o.audio_token)
+
+
+def video_count(c):
+    return _media_count(c, 1, "video", c.o.video_token)
 
 
 def placeholder_content(c):

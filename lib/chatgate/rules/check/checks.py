@@ -27,7 +27,7 @@ from ..base.markers import TOO_LARGE_VALUE
 from ..base.sizes import array_bytes
 from ..base.values import is_missing
 from ..conversation.spec import ChatFormat
-from ..formats.messages import image_total
+from ..formats.messages import image_total, media_totals
 from ..formats.tools import declared_names
 from .batch import check_array, python_values
 from .codes import ALL_REASONS, first_reason
@@ -108,7 +108,9 @@ class ChatCheck(RowCheck):
     `tools_column` (with `fmt.tools`) names the row's declared functions: a called
     function must be declared there (`unknown_tool`), and the value must be a list
     of function schemas (`bad_tools`). `images_column` names the row's images: the
-    image parts must be as many (`image_count`).
+    image parts must be as many (`image_count`). The format's `audios_column=` and
+    `videos_column=` name the row's audios and videos, counted alike (`audio_count`,
+    `video_count`).
 
     >>> ChatCheck("messages").check(pa.table({"messages": ['[{"role": "user", "content": "Hi"}]', "[]"]})).to_pylist()
     [None, 'no_messages']
@@ -128,7 +130,8 @@ class ChatCheck(RowCheck):
 
     @property
     def columns(self) -> tuple[str, ...]:
-        return tuple(c for c in (self.column, self.tools_column, self.images_column) if c)
+        media = (self.fmt.audios_column, self.fmt.videos_column)
+        return tuple(dict.fromkeys(c for c in (self.column, self.tools_column, self.images_column, *media) if c))
 
     @property
     def value_limits(self) -> dict[str, int]:
@@ -151,6 +154,9 @@ class ChatCheck(RowCheck):
             text += f", calling the functions of {self.tools_column}"
         if self.images_column:
             text += f", with one image part per item of {self.images_column}"
+        for kind, name in (("audio", self.fmt.audios_column), ("video", self.fmt.videos_column)):
+            if name:
+                text += f", with one {kind} per item of {name}"
         return text
 
     def as_dict(self) -> dict[str, Any]:
@@ -160,14 +166,15 @@ class ChatCheck(RowCheck):
         return out
 
     def check(self, batch: pa.RecordBatch | pa.Table) -> pa.StringArray:
-        if self.tools_column is None and self.images_column is None:
+        if self.tools_column is None and self.images_column is None and not self.fmt.counts_media:
             return check_array(batch.column(self.column), self.fmt)
         return super().check(batch)
 
     def check_row(self, row: Mapping[str, Any]) -> str | None:
         declared = declared_names(row.get(self.tools_column)) if self.tools_column else None
         images = image_total(row.get(self.images_column)) if self.images_column else None
-        return problem_of(row.get(self.column), self.fmt, declared=declared, images=images)
+        media = media_totals(row, self.fmt)
+        return problem_of(row.get(self.column), self.fmt, declared=declared, images=images, media=media)
 
 
 @dataclass(frozen=True)

@@ -134,6 +134,7 @@ def judge(
     part: str = WHOLE,
     declared: Any = None,
     images: Any = None,
+    media: Any = None,
 ) -> str | None:
     """The first problem code of a list of messages, or None when it is well formed.
 
@@ -145,7 +146,8 @@ def judge(
     tools=True, only; neither first nor last role is checked; its tool messages
     may answer calls of the prompt). `declared` is the set of function names the
     row's tools declare (None: no tools column; `BAD`: malformed), `images` the
-    number of images of the row (None: no images column; `BAD`: malformed).
+    number of images of the row (None: no images column; `BAD`: malformed), `media` the
+    row's (audios, videos) likewise, or None.
 
     >>> judge(["user", "user"], ["a", "b"], ChatFormat(), lambda c: not c)
     'not_alternating'
@@ -156,7 +158,7 @@ def judge(
     chosen = last[1].get(key) if last[0] is fmt else None
     if chosen is None:
         chosen = _rules_for(fmt, key)
-    conversation = Conversation(roles, contents, fmt, is_blank, extras, declared, images)
+    conversation = Conversation(roles, contents, fmt, is_blank, extras, declared, images, media)
     for code, applies in chosen[1]:
         if applies(conversation):
             return code

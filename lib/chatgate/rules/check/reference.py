@@ -39,13 +39,20 @@ def first_problem(value: Any, **options: Any) -> str | None:
 
 
 def problem_of(
-    value: Any, fmt: ChatFormat, *, declared: Any = None, images: Any = None, sized: bool = False
+    value: Any,
+    fmt: ChatFormat,
+    *,
+    declared: Any = None,
+    images: Any = None,
+    media: Any = None,
+    sized: bool = False,
 ) -> str | None:
     """`first_problem` with its parameters already checked.
 
     `declared` (the function names of the row's tools, see `tools.declared_names`)
     and `images` (the number of the row's images, see `messages.image_total`) come
-    from other columns of the row; None when there is no such column. `sized`: the
+    from other columns of the row; None when there is no such column; `media`, the row's
+    (audios, videos), each counted alike (`messages.media_totals`). `sized`: the
     caller has measured the value already (`max_value_bytes=`), from its Arrow array.
     """
     if value is TOO_LARGE_VALUE:
@@ -75,4 +82,5 @@ def problem_of(
         read.extras,
         declared=declared,
         images=images,
+        media=media,
     )

@@ -133,6 +133,8 @@ CODES: tuple[Code | Rule, ...] = (
     trainers.placeholder_content,
     parts.too_many_images,
     parts.image_count,
+    parts.audio_count,
+    parts.video_count,
     same_pair,
     implicit_prompt,
 )
@@ -159,6 +161,8 @@ OPTION_SWITCHES: dict[str, Callable[[ChatFormat], bool]] = {
     "profile": lambda fmt: fmt.profile == "sample",
     "mistral": lambda fmt: fmt.profile == "mistral",
     "placeholder_contents": lambda fmt: fmt.placeholder_contents,
+    "audios_column": lambda fmt: fmt.audios_column is not None,
+    "videos_column": lambda fmt: fmt.videos_column is not None,
     "harmony": lambda fmt: fmt.harmony,
     "system_role": lambda fmt: fmt.has_system,
     "first_role": lambda fmt: fmt.first_role is not None,

@@ -32,6 +32,7 @@ class Conversation:
         "extras",
         "declared",
         "images",
+        "media",
         "lead",
         "turns",
     )
@@ -49,6 +50,7 @@ class Conversation:
         extras: Sequence[Any] | None = None,
         declared: Any = None,
         images: Any = None,
+        media: Any = None,
     ) -> None:
         self.roles = roles
         self.contents = contents
@@ -57,6 +59,8 @@ class Conversation:
         self.extras = extras
         self.declared = declared
         self.images = images
+        self.media = media
+        """None, or (audios, videos) of the row: each None (no such column), a count, or BAD."""
         lead = 1 if roles and roles[0] == "system" else 0
         if fmt.harmony and lead < len(roles) and roles[lead] == DEVELOPER_ROLE:
             lead += 1

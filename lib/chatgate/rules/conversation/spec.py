@@ -54,6 +54,9 @@ compared after stripping surrounding whitespace and ignoring case (`NaN`, `null`
 `undefined`, and `NULL`, `nan`...): pandas writes `NaN` and `None`, JSON `null`, JavaScript
 `undefined`, and the data-cleaning code that looks for them lowercases first."""
 
+MEDIA_OPTIONS: tuple[str, ...] = ("audio_token", "video_token", "audios_column", "videos_column")
+"""The options of audio and video, strings or None."""
+
 MAX_VALUE_BYTES = 16 * 2**20
 """The default `max_value_bytes=`: 16 MiB. A value is judged whole in memory, and parsing
 JSON costs several times its size in Python objects; 16 MiB is about 4 million tokens of
@@ -108,6 +111,13 @@ class ChatFormat:
       transformers format, `"value"` in LLaMA-Factory's v1 format).
     - `image_token`: a placeholder such as `"<image>"` counted as one image in text
       contents, when the row's images are counted (LLaMA-Factory's format).
+    - `audio_token`, `video_token`, `audios_column`, `videos_column`: audio and video as images
+      are (LLaMA-Factory's `audios` and `videos` columns and `<audio>`/`<video>` tags): the
+      tags in text contents and the `{"type": "audio"}` / `{"type": "video"}` parts are
+      counted against the length of the row's column (`audio_count`, `video_count`), when
+      the column is named (as `images_column` is for images: in a chat column's check and in a
+      dataset type's conversational rows, on the row's whole conversation; standard text isn't
+      counted).
     - `image_data_urls`, `max_image_bytes`, `image_roles`, `max_images`, `part_types`:
       the rules of image parts (`parts`): an `image_url` part holds a base64 data URL
       of a JPEG, PNG or WEBP image, of at most so many bytes; only the roles listed
@@ -157,6 +167,14 @@ class ChatFormat:
     sharegpt: bool = _option(False, "ShareGPT messages: from/value keys, human/gpt tags mapped to roles")
     text_key: str = _option("text", "the key of a text part's text in list contents", "KEY")
     image_token: str | None = _option(None, "a placeholder counted as one image in text, e.g. <image>", "TOKEN")
+    audio_token: str | None = _option(None, "a placeholder counted as one audio in text, e.g. <audio>", "TOKEN")
+    video_token: str | None = _option(None, "a placeholder counted as one video in text, e.g. <video>", "TOKEN")
+    audios_column: str | None = _option(
+        None, "the row's audios: as many as the audio parts and audio_token tags (audio_count)", "COLUMN"
+    )
+    videos_column: str | None = _option(
+        None, "the row's videos: as many as the video parts and video_token tags (video_count)", "COLUMN"
+    )
     min_messages: int | None = _option(None, "the fewest messages a conversation may have", "N")
     require_roles: tuple[str, ...] = _option((), "roles that must each appear at least once", "ROLE")
     content_types: str = _option(
@@ -223,7 +241,7 @@ class ChatFormat:
         ):
             if not isinstance(getattr(self, key), bool):
                 raise TypeError(f"{key}= must be True or False, not {getattr(self, key)!r}")
-        for key in ("thinking_key", "image_token", "weight_key"):
+        for key in ("thinking_key", "image_token", "weight_key", *MEDIA_OPTIONS):
             value = getattr(self, key)
             if value is not None and not isinstance(value, str):
                 raise TypeError(f"{key}= must be a string or None, not {value!r}")
@@ -295,10 +313,16 @@ class ChatFormat:
             or self.sharegpt
             or self.profile in ("sample", "mistral")
             or self.placeholder_contents
+            or self.counts_media
             or self.thinking_key is not None
             or self.text_key != "text"
             or self.has_row_options
         )
+
+    @property
+    def counts_media(self) -> bool:
+        """True when the audios or videos of a row are counted (`audios_column=`, `videos_column=`)."""
+        return self.audios_column is not None or self.videos_column is not None
 
     @property
     def has_row_options(self) -> bool:

@@ -15,7 +15,7 @@ from ..check.codes import ALL_REASONS, first_reason
 from ..check.judge import format_codes, judge
 from ..conversation.conversation import COMPLETION, PROMPT, WHOLE
 from ..conversation.spec import ChatFormat
-from ..formats.messages import Read, image_total, messages_in, read_messages
+from ..formats.messages import Read, image_total, media_totals, messages_in, read_messages
 from ..formats.tools import declared_names
 from .dataset_types import (
     DATASET_TYPES,
@@ -94,8 +94,9 @@ class DatasetCheck(RowCheck):
 
     @property
     def columns(self) -> tuple[str, ...]:
-        extra = tuple(c for c in (self.tools_column, self.images_column) if c)
-        return tuple(self.column_of(f) for f in self.fields) + extra
+        media = (self.fmt.audios_column, self.fmt.videos_column)
+        extra = tuple(c for c in (self.tools_column, self.images_column, *media) if c)
+        return tuple(dict.fromkeys(tuple(self.column_of(f) for f in self.fields) + extra))
 
     @property
     def value_limits(self) -> dict[str, int]:
@@ -231,7 +232,7 @@ class DatasetCheck(RowCheck):
         fmt, blank = self.fmt, blank_checker(self.fmt.text_key)
         codes: list[str | None] = [code for code, _, _ in read.found]
         for judged in read.judged:
-            declared, images = (read.declared, read.images) if judged.whole else (None, None)
+            declared, images, media = (read.declared, read.images, read.media) if judged.whole else (None,) * 3
             messages = judged.read
             codes.append(
                 judge(
@@ -243,6 +244,7 @@ class DatasetCheck(RowCheck):
                     part=judged.part,
                     declared=declared,
                     images=images,
+                    media=media,
                 )
             )
         return codes
@@ -260,6 +262,7 @@ class DatasetCheck(RowCheck):
             read.declared = declared_names(row.get(self.tools_column))
         if self.images_column:
             read.images = image_total(row.get(self.images_column))
+        read.media = media_totals(row, self.fmt)
         reads = {name: read_messages(messages, self.fmt, extras=True) for name, messages in raw.items()}
         if self.dataset_type == IMPLICIT_PREFERENCE:
             _implicit(read, raw, reads)
@@ -323,6 +326,8 @@ class RowRead:
     judged: list[Judged] = field(default_factory=list)
     declared: Any = None
     images: Any = None
+    media: Any = None
+    """The row's (audios, videos), see `messages.media_totals`."""
 
 
 def _implicit(read: RowRead, raw: dict[str, list[Any]], reads: dict[str, Read]) -> None:

@@ -39,7 +39,7 @@ import pyarrow as pa
 from ..base.sizes import TOO_LARGE
 from ..check.checks import ChatCheck, LabelCheck, RowCheck, column_values, label_problem
 from ..check.codes import first_reason, reason_rank
-from ..formats.messages import image_total
+from ..formats.messages import image_total, media_totals
 from ..formats.tools import declared_names
 from ..location.locate import locate_array, problems_of
 from ..location.sites import Problem, RowProblem, problems_in
@@ -96,7 +96,8 @@ def _chat_problems(check: ChatCheck, row: Mapping[str, Any]) -> list[RowProblem]
     tools, images = check.tools_column, check.images_column
     declared = declared_names(row.get(tools)) if tools else None
     count = image_total(row.get(images)) if images else None
-    found = problems_of(row.get(check.column), check.fmt, declared=declared, images=count)
+    media = media_totals(row, check.fmt)
+    found = problems_of(row.get(check.column), check.fmt, declared=declared, images=count, media=media)
     return [RowProblem(p.code, tools if p.code == "bad_tools" else check.column, p.message) for p in found]
 
 
@@ -139,8 +140,10 @@ def _conversational(
     read = check.read_conversational(kinds, row)
     found = [RowProblem(code, None if name is None else check.column_of(name), at) for code, name, at in read.found]
     for judged in read.judged:
-        declared, images = (read.declared, read.images) if judged.whole else (None, None)
-        problems = problems_in(judged.read, check.fmt, part=judged.part, declared=declared, images=images)
+        declared, images, media = (read.declared, read.images, read.media) if judged.whole else (None,) * 3
+        problems = problems_in(
+            judged.read, check.fmt, part=judged.part, declared=declared, images=images, media=media
+        )
         found.extend(_placed(check, p, judged) for p in problems)
     return found
 

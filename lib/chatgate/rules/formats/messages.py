@@ -42,6 +42,9 @@ class Extra(NamedTuple):
     raw_calls: Any = None
     """With profile="mistral": the message's `tool_calls` as written (Mistral's rules read
     each call's `id` and the kind of its `arguments`)."""
+    media: tuple[int, int] = (0, 0)
+    """With `audios_column=` or `videos_column=`: how many audios and videos the content holds
+    (`audio`/`video` parts, and `audio_token`/`video_token` in its text)."""
 
 
 class Read(NamedTuple):
@@ -139,6 +142,7 @@ def read_messages(messages: Sequence[Any], fmt: ChatFormat, *, extras: bool | No
                 count_images(content, fmt),
                 *_row_option_fields(message, fmt),
                 message.get("tool_calls") if mistral else None,
+                count_media(content, fmt) if fmt.counts_media else (0, 0),
             )
         )
     return Read(roles, contents, out)
@@ -195,7 +199,24 @@ def count_images(content: Any, fmt: ChatFormat) -> int:
     >>> count_images([{"type": "image"}, {"type": "text", "text": "and <image>"}], ChatFormat(image_token="<image>"))
     2
     """
-    token = fmt.image_token
+    return count_kind(content, "image", fmt.image_token, fmt.text_key)
+
+
+def count_media(content: Any, fmt: ChatFormat) -> tuple[int, int]:
+    """Audios and videos in a content: `audio` and `video` parts, plus `audio_token` and
+    `video_token` in its text (LLaMA-Factory's `<audio>` and `<video>`).
+
+    >>> count_media("<audio><video><audio>", ChatFormat(audio_token="<audio>", video_token="<video>"))
+    (2, 1)
+    """
+    return (
+        count_kind(content, "audio", fmt.audio_token, fmt.text_key),
+        count_kind(content, "video", fmt.video_token, fmt.text_key),
+    )
+
+
+def count_kind(content: Any, kind: str, token: str | None, text_key: str = "text") -> int:
+    """Parts of type `kind` in a content, plus `token` in its text (a string, or text parts)."""
     if isinstance(content, str):
         return content.count(token) if token else 0
     if not is_sequence(content):
@@ -204,16 +225,29 @@ def count_images(content: Any, fmt: ChatFormat) -> int:
     for part in content:
         if not isinstance(part, Mapping):
             continue
-        kind = part.get("type")
-        if not isinstance(kind, str):
-            continue
-        if kind == "image":
+        if part.get("type") == kind:
             found += 1
-        elif token and kind == "text":
-            text = part.get(fmt.text_key)
+        elif token and part.get("type") == "text":
+            text = part.get(text_key)
             if isinstance(text, str):
                 found += text.count(token)
     return found
+
+
+def media_totals(row: Any, fmt: ChatFormat) -> tuple[Any, Any] | None:
+    """The row's (audios, videos), each `image_total` of its column (None: no such column named),
+    or None when neither is named.
+
+    >>> media_totals({"audios": ["a.wav"]}, ChatFormat(audios_column="audios"))
+    (1, None)
+    """
+    if not fmt.counts_media:
+        return None
+    audios, videos = fmt.audios_column, fmt.videos_column
+    return (
+        None if audios is None else image_total(row.get(audios)),
+        None if videos is None else image_total(row.get(videos)),
+    )
 
 
 def image_total(value: Any) -> int | object:

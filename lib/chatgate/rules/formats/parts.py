@@ -131,6 +131,43 @@ def image_count(c: Conversation) -> bool:
     return images is BAD or images != sum(x.images for x in c.extras)
 
 
+def _media_count(c: Conversation, which: int) -> bool:
+    """Do the audios (0) or videos (1) of the messages differ from the row's (when it has such a column)?"""
+    media = c.media
+    total = None if media is None else media[which]
+    if total is None:
+        return False
+    return total is BAD or total != sum(x.media[which] for x in c.extras)
+
+
+@whole_value(
+    "audios_column",
+    "extras",
+    phrase=("has audio tags that don't match its audios", "have audio tags that don't match their audios"),
+    raised_by="audios_column=",
+    meaning="the audio parts and `audio_token=` tags don't match the length of the row's audios",
+    where="None: the row's audios column and the value as a whole",
+)
+def audio_count(c: Conversation) -> bool:
+    """Refuses audio parts and `audio_token=` tags that don't add up to the number of the row's
+    audios (LLaMA-Factory's mm_plugin: "The number of audios does not match the number of <audio> tokens")."""
+    return _media_count(c, 0)
+
+
+@whole_value(
+    "videos_column",
+    "extras",
+    phrase=("has video tags that don't match its videos", "have video tags that don't match their videos"),
+    raised_by="videos_column=",
+    meaning="the video parts and `video_token=` tags don't match the length of the row's videos",
+    where="None: the row's videos column and the value as a whole",
+)
+def video_count(c: Conversation) -> bool:
+    """Refuses video parts and `video_token=` tags that don't add up to the number of the row's
+    videos (LLaMA-Factory's mm_plugin: "The number of videos does not match the number of <video> tokens")."""
+    return _media_count(c, 1)
+
+
 # --- One content ----------------------------------------------------------------------------
 
 

@@ -50,16 +50,22 @@ def read_value(value: Any, fmt: ChatFormat) -> Read | str | None:
 
 
 def problems_of(
-    value: Any, fmt: ChatFormat, *, part: str = WHOLE, declared: Any = None, images: Any = None
+    value: Any,
+    fmt: ChatFormat,
+    *,
+    part: str = WHOLE,
+    declared: Any = None,
+    images: Any = None,
+    media: Any = None,
 ) -> list[Problem]:
-    """`problems` with its parameters already checked; `part`, `declared` and `images` as
-    in `judge` and `reference.problem_of`."""
+    """`problems` with its parameters already checked; `part`, `declared`, `images` and `media`
+    as in `judge` and `reference.problem_of`."""
     read = read_value(value, fmt)
     if read is None:
         return []
     if isinstance(read, str):
         return [Problem(read, None)]
-    return problems_in(read, fmt, part=part, declared=declared, images=images)
+    return problems_in(read, fmt, part=part, declared=declared, images=images, media=media)
 
 
 def location_of(

@@ -102,7 +102,13 @@ def _order(problem: Problem) -> tuple[int, int]:
 
 
 def problems_in(
-    read: Read, fmt: ChatFormat, *, part: str = WHOLE, declared: Any = None, images: Any = None
+    read: Read,
+    fmt: ChatFormat,
+    *,
+    part: str = WHOLE,
+    declared: Any = None,
+    images: Any = None,
+    media: Any = None,
 ) -> list[Problem]:
     """Every problem of a list of messages as `judge` reads it (the arguments are `judge`'s).
 
@@ -119,7 +125,7 @@ def problems_in(
         images=images is not None,
     )
     conversation = Conversation(
-        read.roles, read.contents, fmt, blank_checker(fmt.text_key), read.extras, declared, images
+        read.roles, read.contents, fmt, blank_checker(fmt.text_key), read.extras, declared, images, media
     )
     found = [Problem(rule.code, i) for rule in rules for i in rule.sites(conversation)]
     return sorted(found, key=_order)
