@@ -107,3 +107,8 @@ def test_no_option_when_none_makes_enough_values_pass():
     rows = (CORPUS / "llamafactory/reason_tool_use_demo_50.jsonl").read_text().splitlines()
     values = [json.dumps(json.loads(line)["messages"]) for line in rows]
     assert _chosen(ChatCheck("messages"), pa.table({"messages": values})) is None
+
+
+def test_values_too_large_to_read_are_not_read_and_get_no_option():
+    v1 = (CORPUS / "llamafactory/v1_sft_demo.jsonl").read_text().splitlines()
+    assert _chosen(ChatCheck("messages", ChatFormat(max_value_bytes=10)), pa.table({"messages": v1})) is None

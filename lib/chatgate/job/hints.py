@@ -114,7 +114,8 @@ def _failing(check: RowCheck, rows: pa.Table) -> tuple[pa.Table, frozenset[str]]
 
 def _singles(check: RowCheck, fmt: ChatFormat, rows: pa.Table) -> list[tuple[Change, ...]]:
     """Each option alone: the format flags, and the key options with the values `rows` suggest."""
-    values = [v for name in _value_columns(check) for v in column_values(rows, name)]
+    limits = check.value_limits  # a value larger than `max_value_bytes=` isn't read here either
+    values = [v for name in _value_columns(check) for v in column_values(rows, name, limits.get(name))]
     images = getattr(check, "images_column", None) is not None
     return [(change,) for change in [*flag_changes(fmt), *key_changes(fmt, values, images)]]
 
