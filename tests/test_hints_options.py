@@ -51,18 +51,18 @@ def test_the_flags_given_are_tried_first_and_na_pass_never():
 
 def test_key_values_come_from_the_failing_values():
     v1 = (CORPUS / "llamafactory/v1_sft_demo.jsonl").read_text().splitlines()[:3]
-    assert [(c.name, c.value) for c in key_changes(ChatFormat(), v1, images=False)] == [("text_key", "value")]
+    assert [(c.name, c.value) for c in key_changes(ChatFormat(), v1, counted=())] == [("text_key", "value")]
     speaker = [json.dumps([{"speaker": "user", "utterance": "Hi"}, {"speaker": "assistant", "utterance": "Yo"}])]
-    found = {(c.name, c.value) for c in key_changes(ChatFormat(), speaker, images=False)}
+    found = {(c.name, c.value) for c in key_changes(ChatFormat(), speaker, counted=())}
     assert {("role_key", "speaker"), ("content_key", "utterance")} <= found
     # A role map given is kept in the one suggested (--role-map replaces it).
     tags = [json.dumps([{"role": "human", "content": "Hi"}, {"role": "bot", "content": "Yo"}])]
     given = ChatFormat(role_map={"human": "user"})
-    assert [c.value for c in key_changes(given, tags, images=False)] == [{"human": "user", "bot": "assistant"}]
+    assert [c.value for c in key_changes(given, tags, counted=())] == [{"human": "user", "bot": "assistant"}]
     # The image token only when the step counts the row's images.
     token = [json.dumps([{"role": "user", "content": "<image>What is it?"}])]
-    assert key_changes(ChatFormat(), token, images=False) == []
-    assert [c.flag for c in key_changes(ChatFormat(), token, images=True)] == ["--image-token '<image>'"]
+    assert key_changes(ChatFormat(), token, counted=()) == []
+    assert [c.flag for c in key_changes(ChatFormat(), token, counted=["image_token"])] == ["--image-token '<image>'"]
 
 
 def test_tool_calls_with_empty_content_get_tools_not_allow_empty():
@@ -112,3 +112,14 @@ def test_no_option_when_none_makes_enough_values_pass():
 def test_values_too_large_to_read_are_not_read_and_get_no_option():
     v1 = (CORPUS / "llamafactory/v1_sft_demo.jsonl").read_text().splitlines()
     assert _chosen(ChatCheck("messages", ChatFormat(max_value_bytes=10)), pa.table({"messages": v1})) is None
+
+
+def test_audio_rows_get_the_audio_token_when_the_step_counts_their_audios():
+    # LLaMA-Factory's audio rows: `<audio>` in the text, one path per audio in `audios`.
+    messages = [json.dumps([{"role": "user", "content": "<audio>What's that sound?"},
+                            {"role": "assistant", "content": "It is a dog barking."}])] * 4
+    table = pa.table({"messages": messages, "audios": [["dog.wav"]] * 4})
+    assert _chosen(ChatCheck("messages", ChatFormat(audios_column="audios")), table) == (
+        ["--audio-token '<audio>'"], 4, 4, ()
+    )
+    assert key_changes(ChatFormat(), messages, counted=()) == []

@@ -36,7 +36,7 @@ import pyarrow as pa
 from ..engines.lakehouse import LakehouseEngine
 from ..rules import ChatFormat, RowCheck
 from ..rules.check.checks import column_values
-from .hints_options import Change, changed, flag_changes, key_changes, spelt
+from .hints_options import TOKEN_OPTIONS, Change, changed, flag_changes, key_changes, media_column, spelt
 from .outputs import StepResult
 
 MOST = 0.5
@@ -116,8 +116,19 @@ def _singles(check: RowCheck, fmt: ChatFormat, rows: pa.Table) -> list[tuple[Cha
     """Each option alone: the format flags, and the key options with the values `rows` suggest."""
     limits = check.value_limits  # a value larger than `max_value_bytes=` isn't read here either
     values = [v for name in _value_columns(check) for v in column_values(rows, name, limits.get(name))]
-    images = getattr(check, "images_column", None) is not None
-    return [(change,) for change in [*flag_changes(fmt), *key_changes(fmt, values, images)]]
+    return [(change,) for change in [*flag_changes(fmt), *key_changes(fmt, values, _counted(check, fmt))]]
+
+
+def _counted(check: RowCheck, fmt: ChatFormat) -> list[str]:
+    """The placeholder options whose medium the step counts (`image_token` with an images column)."""
+    return [option for option in TOKEN_OPTIONS if _media_column(check, fmt, option) is not None]
+
+
+def _media_column(check: RowCheck, fmt: ChatFormat, option: str) -> str | None:
+    """The step's column of the items `option` counts (the check's or its format's), if any."""
+    name = media_column(option)
+    column = getattr(fmt, name, None) or getattr(check, name, None)
+    return column if isinstance(column, str) else None
 
 
 def _pairs(tried: list[Fit]) -> list[tuple[Change, ...]]:
@@ -171,8 +182,9 @@ def _with_format(check: Any, fmt: ChatFormat) -> RowCheck:
 
 
 def _value_columns(check: RowCheck) -> list[str]:
-    """The check's columns that hold conversations (not its tools and images columns)."""
-    others = {getattr(check, "tools_column", None), getattr(check, "images_column", None)}
+    """The check's columns that hold conversations (not its tools, images, audios and videos columns)."""
+    fmt = _format_of(check) or ChatFormat()
+    others = {getattr(check, "tools_column", None), *(_media_column(check, fmt, o) for o in TOKEN_OPTIONS)}
     return [c for c in check.columns if c not in others]
 
 

@@ -3,7 +3,8 @@
 Three kinds, all spelt as the command line spells them (`Option.flag`, from `ChatFormat`'s
 fields, where every option is declared once):
 
-- the key options (`--role-key`, `--content-key`, `--text-key`, `--image-token`, `--role-map`),
+- the key options (`--role-key`, `--content-key`, `--text-key`, `--role-map`, and the placeholder
+  options `--image-token`, `--audio-token`, `--video-token` of the media a step counts),
   with values found in the failing values themselves: a text part with `value` but no `text`
   suggests `--text-key value`, messages with `from` but no `role` suggest `--role-key from`;
 - each true/false option turned the other way: the format flags not given (`--sharegpt`,
@@ -32,10 +33,28 @@ NOT_TRIED = frozenset({"na_pass"})
 MOST_KEYS = 3
 """Values found per key option: the most frequent ones."""
 
-IMAGE_TOKEN = re.compile(r"<\|?[\w-]*(?:image|img)[\w-]*\|?>", re.IGNORECASE)
-"""A placeholder of an image in text: `<image>`, `<img>`, `<|image_pad|>`."""
-
 _OPTIONS: dict[str, Option] = {o.name: o for o in chat_options()}
+
+TOKEN_OPTIONS: tuple[str, ...] = tuple(o.name for o in chat_options() if o.metavar == "TOKEN")
+"""The placeholder options (`image_token`, `audio_token`, `video_token`): each counts one item of
+its medium (the name's first word) in text, against the row's column of that medium."""
+
+_SPELLINGS = {"image": "image|img", "video": "video|vid"}
+
+
+def _token_pattern(option: str) -> re.Pattern[str]:
+    """A placeholder of the option's medium in text: `<image>`, `<img>`, `<|image_pad|>`, `<audio>`."""
+    medium = option.split("_")[0]
+    return re.compile(rf"<\|?[\w-]*(?:{_SPELLINGS.get(medium, medium)})[\w-]*\|?>", re.IGNORECASE)
+
+
+TOKEN_PATTERNS: dict[str, re.Pattern[str]] = {option: _token_pattern(option) for option in TOKEN_OPTIONS}
+
+
+def media_column(option: str) -> str:
+    """The name of the column option (of the step or of its format) whose items `option` counts:
+    `images_column` for `image_token`."""
+    return f"{option.split('_')[0]}s_column"
 _DEFAULTS = ChatFormat()
 
 
@@ -122,9 +141,9 @@ def flag_changes(fmt: ChatFormat) -> list[Change]:
     return sorted(flips, key=lambda change: not change.undoes)
 
 
-def key_changes(fmt: ChatFormat, values: Iterable[Any], images: bool) -> list[Change]:
-    """The key options with the values the failing `values` suggest (the image token only
-    when the step counts the row's `images`)."""
+def key_changes(fmt: ChatFormat, values: Iterable[Any], counted: Iterable[str] = ()) -> list[Change]:
+    """The key options with the values the failing `values` suggest; of the placeholder options,
+    those `counted` only (the step counts the row's items of their medium)."""
     messages = [m for value in values for m in _messages(value)]
     found: list[Change] = []
     roles = _keys_instead(messages, fmt.role_key, lambda v: isinstance(v, str), ())
@@ -135,8 +154,8 @@ def key_changes(fmt: ChatFormat, values: Iterable[Any], images: bool) -> list[Ch
     found += [Change("text_key", key) for key in _keys_instead(parts, fmt.text_key, _is_text, ("type",))]
     aliases = _aliases(messages, fmt, (fmt.role_key, *roles))
     found += [Change("role_map", {**(fmt.role_map or {}), **aliases})] if aliases else []
-    if images:
-        found += [Change("image_token", token) for token in _image_tokens(messages, fmt.image_token)]
+    for option in counted:
+        found += [Change(option, token) for token in _tokens(messages, option, getattr(fmt, option))]
     return [change for change in found if change.value != getattr(fmt, change.name)]
 
 
@@ -193,12 +212,13 @@ def _aliases(messages: list[Mapping[Any, Any]], fmt: ChatFormat, keys: tuple[str
     return {tag: ROLE_ALIASES[tag] for tag in sorted(t for t in tags if isinstance(t, str)) if tag in ROLE_ALIASES and tag not in known}
 
 
-def _image_tokens(messages: list[Mapping[Any, Any]], given: str | None) -> list[str]:
-    """The image placeholders in the messages' text, most frequent first."""
+def _tokens(messages: list[Mapping[Any, Any]], option: str, given: str | None) -> list[str]:
+    """The placeholders of `option`'s medium in the messages' text, most frequent first."""
+    pattern = TOKEN_PATTERNS[option]
     counts: Counter[str] = Counter()
     for message in messages:
         for text in _texts(message):
-            counts.update(IMAGE_TOKEN.findall(text))
+            counts.update(pattern.findall(text))
     return [token for token, _ in counts.most_common(MOST_KEYS) if token != given]
 
 
