@@ -4,7 +4,7 @@ A table of ShareGPT rows (`from`/`value`) checked as OpenAI-style messages fails
 entirely with `bad_message`, though nothing is wrong with it; LLaMA-Factory's v1 rows, whose
 text parts hold `value` instead of `text`, fail with `empty_content`. When most rows of a
 step fail, a few of its failing rows are read back, with every column the step reads (the
-chat column and its tools and images columns, or a dataset type's columns), and judged again
+chat column and its tools, images, audios and videos columns, or a dataset type's columns), and judged again
 by the step's own check (`RowCheck.check`, the function every engine judges with) under
 each option of `hints_options`: the key options with the keys and placeholders found in
 those values, each format flag, and going without each flag given.
@@ -49,6 +49,7 @@ FITS = 0.8
 """An option fits when this share of the sampled failing values pass under it."""
 
 NO_ROWS = "warning: no rows were read from the source table; nothing was checked"
+"""Once per run, when every step judged no row: an empty table (or, with --since, no new rows)."""
 
 
 @dataclass(frozen=True)
