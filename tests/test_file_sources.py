@@ -329,6 +329,22 @@ def test_spark_numbers_lines_across_splits(tmp_path, spark):
     assert all(int(i) == line for i, line in pairs)
 
 
+def test_a_spark_without_zstd_says_how_to_read_the_file():
+    from chatgate.stores.files_spark import zstd_refusal
+
+    hadoop = RuntimeError(
+        "java.lang.RuntimeException: native zStandard library not available: "
+        "this version of libhadoop was built without zstd support."
+    )
+    refusal = zstd_refusal("s3://b/chats.jsonl.zst", hadoop)
+    assert str(refusal) == (
+        "can't read the source 's3://b/chats.jsonl.zst': this Spark's Hadoop can't decompress .zst files; "
+        "decompress it first (zstd -d), or gzip it (.jsonl.gz), or check it with --engine duckdb"
+    )
+    assert zstd_refusal("chats.jsonl.gz", hadoop) is None
+    assert zstd_refusal("chats.jsonl.zst", RuntimeError("Path does not exist")) is None
+
+
 # --- the command line -------------------------------------------------------------------------
 
 

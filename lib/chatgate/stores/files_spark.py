@@ -184,8 +184,40 @@ def _merged_keys(rows: list[Any], order: list[str], source: str) -> list[str]:
     return keys.columns(source)
 
 
+ZSTD_MISSING = ("zstandard", "zstd")
+"""Words of Hadoop's error when its zstd codec has no library (a Hadoop built without it)."""
+
+
+def zstd_refusal(source: str, error: BaseException) -> SourceError | None:
+    """The one line for a `.zst` file this Spark's Hadoop can't decompress, else None."""
+    text = str(error).lower()
+    if ".zst" not in source.lower() and ".zst" not in text:
+        return None
+    if not any(word in text for word in ZSTD_MISSING) or ("native" not in text and "codec" not in text):
+        return None
+    return SourceError(
+        f"can't read the source {source!r}: this Spark's Hadoop can't decompress .zst files; "
+        "decompress it first (zstd -d), or gzip it (.jsonl.gz), or check it with --engine duckdb"
+    )
+
+
 def open_files_spark(spark: Any, source: str) -> Any:
-    """The file source as a DataFrame of the table stores/files.py describes."""
+    """The file source as a DataFrame of the table stores/files.py describes.
+
+    `.jsonl.zst` files are decompressed by Hadoop's `ZStandardCodec`, which Spark 4.1's own
+    Hadoop has; where a cluster's Hadoop lacks it, the read stops with `zstd_refusal`'s line."""
+    try:
+        return _open_files_spark(spark, source)
+    except ChatgateError:
+        raise
+    except Exception as exc:
+        refusal = zstd_refusal(source, exc)
+        if refusal is not None:
+            raise refusal from exc
+        raise
+
+
+def _open_files_spark(spark: Any, source: str) -> Any:
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
     files, names, folder = _listed(spark, source)
