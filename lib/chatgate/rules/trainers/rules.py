@@ -81,9 +81,11 @@ def bad_function_call(c: Conversation, i: int) -> bool:
     meaning="a tool or function turn, or an assistant message with tool calls",
 )
 def tool_turn(c: Conversation, i: int) -> bool:
-    """Refuses a tool or function turn, and an assistant message with tool calls."""
-    x = c.extras[i]
-    return c.roles[i] in TOOL_ROLES or x.source in TOOL_ROLES or x.calls is BAD or bool(x.calls)
+    """Refuses a tool or function turn, and an assistant message with tool calls (malformed
+    ones too). Tool calls on another message are no turn of a tool: the sample type reads
+    them nowhere, so they pass."""
+    x, role = c.extras[i], c.roles[i]
+    return role in TOOL_ROLES or x.source in TOOL_ROLES or (role == "assistant" and (x.calls is BAD or bool(x.calls)))
 
 
 @whole_value(
