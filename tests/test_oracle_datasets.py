@@ -23,12 +23,12 @@ from chatgate.rules import DATASET_TYPES, dataset_checks, detect_dataset_type, f
 
 try:
     import strategies as drawn
-    from plain_reference import plain_row_answers, resolve
-    from plain_reference.datasets import TYPE_COLUMNS, is_parts, plain_dataset_type, shared_prompt
+    from plain_reference import plain_row_answers
+    from plain_reference.datasets import TYPE_COLUMNS, plain_dataset_type
 except ImportError:  # tests/ imported as a package
     import tests.strategies as drawn
-    from tests.plain_reference import plain_row_answers, resolve
-    from tests.plain_reference.datasets import TYPE_COLUMNS, is_parts, plain_dataset_type, shared_prompt
+    from tests.plain_reference import plain_row_answers
+    from tests.plain_reference.datasets import TYPE_COLUMNS, plain_dataset_type
 
 SETTINGS = settings(
     max_examples=100,
@@ -74,16 +74,7 @@ def json_table(rows):
     return pa.table({name: json_column([json_cell(row.get(name)) for row in rows]) for name in names})
 
 
-def known_disagreement(kind, row, options):
-    if kind == "implicit_preference":
-        return shared_prompt_not_ending_on_a_user_turn(row, options)
-    return odd_items_in_standard_parts(row, options)
-
-
 def assert_rows_agree(kind, rows, options, pinned="auto"):
-    rows = [row for row in rows if not known_disagreement(kind, row, options)]
-    if not rows:
-        return
     table = json_table(rows)
     (check,) = dataset_checks(kind, table.column_names, format=pinned, **options)
     codes = check.check(table).to_pylist()
@@ -128,8 +119,6 @@ def test_the_per_row_reference_agrees_on_native_values(case):
     """`first_row_problem` on the drawn Python values (native lists, dicts) gives the reference's code."""
     kind, rows, options = case
     for row in rows:
-        if known_disagreement(kind, row, options):
-            continue
         code = first_row_problem(row, kind, **options)
         assert code in {a and a[0] for a in plain_row_answers(row, kind, **options)}, (row, code)
 
@@ -272,51 +261,17 @@ def plain_decoded(value):
         return value
 
 
-def shared_prompt_not_ending_on_a_user_turn(row, options):
-    """An implicit preference row whose chosen and rejected share a start that doesn't end with a
-    user (or tool) turn: the known disagreement pinned by
-    test_an_implicit_prompt_not_ending_with_a_user_turn_is_implicit_prompt."""
-    values = [plain_decoded(v) for v in (row.get("chosen"), row.get("rejected"))]
-    if not all(isinstance(v, list) and all(isinstance(m, dict) for m in v) for v in values):
-        return False
-    chosen, rejected = values
-    shared = shared_prompt(chosen, rejected)
-    ends = ("user", "tool") if options.get("tools") else ("user",)
-    return 0 < shared < min(len(chosen), len(rejected)) and chosen[shared - 1].get("role") not in ends
-
-
-def odd_items_in_standard_parts(row, options):
-    """A standard list of content parts holding an item that isn't a mapping with a string `type`,
-    where the options don't judge the kinds of parts: the known disagreement pinned by
-    test_a_standard_list_of_parts_is_judged_by_the_options_of_parts."""
-    o = resolve(options)
-    if not o.standard_parts or o.content_types != "any" or o.part_types is not None:
-        return False
-    for field in ("prompt", "completion"):
-        value = plain_decoded(row.get(field))
-        if is_parts(value, o) and not all(isinstance(i, dict) and isinstance(i.get("type"), str) for i in value):
-            return True
-    return False
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="with standard_parts=True a list of parts holding an item that isn't a mapping with a string "
-    "type is bad_content_type even where content_types='any' lets any content through",
-)
 def test_a_standard_list_of_parts_is_judged_by_the_options_of_parts():
+    """Under content_types='any' any content passes, a standard list of parts too (once a strict
+    xfail: chatgate said bad_content_type)."""
     row = {"prompt": [{"type": "text", "text": "What is it?"}, "look"], "completion": "A cat."}
     assert plain_row_answers(row, "prompt_completion", standard_parts=True) == {None}
     assert first_row_problem(row, "prompt_completion", standard_parts=True) is None
 
 
 @pytest.mark.parametrize("row", [PROMPT_ENDS_ON_ASSISTANT, PROMPT_ENDS_ON_SYSTEM])
-@pytest.mark.xfail(
-    strict=True,
-    reason="an implicit preference whose shared prompt doesn't end with a user turn gets prompt_end; "
-    "the README names it implicit_prompt",
-)
 def test_an_implicit_prompt_not_ending_with_a_user_turn_is_implicit_prompt(row):
+    """The docs name it implicit_prompt (once a strict xfail: chatgate said prompt_end)."""
     assert plain_row_answers(row, "implicit_preference") == {("implicit_prompt", None, None)}
     assert first_row_problem(row, "implicit_preference") == "implicit_prompt"
 

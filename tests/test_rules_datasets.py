@@ -421,11 +421,11 @@ IMPLICIT_PREFERENCE = examples(
         "implicit_prompt",
     ),
     (
-        "shared-prefix-ends-on-assistant",
+        "shared-prefix-ends-on-assistant",  # docs/datasets.md: "no shared prompt ending on a user turn"
         {"chosen": [U, A, msg("user", "Sure?"), A], "rejected": [U, A, msg("user", "Why?"), A2]},
         IMPL,
         {},
-        "prompt_end",
+        "implicit_prompt",
     ),
     (
         "continuation-holds-a-user-turn",

@@ -14,7 +14,7 @@ from ..check.checks import RowCheck, label_problem
 from ..check.codes import ALL_REASONS, first_reason
 from ..check.judge import format_codes, judge
 from ..conversation.conversation import COMPLETION, PROMPT, WHOLE
-from ..conversation.spec import ChatFormat
+from ..conversation.spec import TOOL_ROLE, ChatFormat
 from ..formats.messages import Read, image_total, media_totals, messages_in, read_messages
 from ..formats.tools import declared_names
 from .dataset_types import (
@@ -265,7 +265,7 @@ class DatasetCheck(RowCheck):
         read.media = media_totals(row, self.fmt)
         reads = {name: read_messages(messages, self.fmt, extras=True) for name, messages in raw.items()}
         if self.dataset_type == IMPLICIT_PREFERENCE:
-            _implicit(read, raw, reads)
+            _implicit(read, raw, reads, self.fmt)
         else:
             self._with_prompt(read, raw, reads)
         return read
@@ -330,9 +330,10 @@ class RowRead:
     """The row's (audios, videos), see `messages.media_totals`."""
 
 
-def _implicit(read: RowRead, raw: dict[str, list[Any]], reads: dict[str, Read]) -> None:
+def _implicit(read: RowRead, raw: dict[str, list[Any]], reads: dict[str, Read], fmt: ChatFormat) -> None:
     """An implicit preference: each value whole, then the shared prompt and the two continuations
-    (their messages at their index in chosen and rejected)."""
+    (their messages at their index in chosen and rejected). No shared prompt, one that doesn't
+    end on a user turn (or a tool turn, with tools=True), or nothing after it: `implicit_prompt`."""
     for name in ("chosen", "rejected"):
         if name in reads:
             read.judged.append(Judged(WHOLE, reads[name], ((name, len(reads[name].roles)),), whole=True))
@@ -343,10 +344,15 @@ def _implicit(read: RowRead, raw: dict[str, list[Any]], reads: dict[str, Read]) 
         read.found.append(("same_pair", None, None))
         return
     shared = common_prefix(chosen, rejected)
-    if shared == 0 or shared in (len(chosen), len(rejected)):
+    if shared == 0 or shared in (len(chosen), len(rejected)) or not _ends_a_prompt(reads["chosen"].roles[shared - 1], fmt):
         read.found.append(("implicit_prompt", None, None))
         return
     read.judged.append(Judged(PROMPT, reads["chosen"].head(shared), (("chosen", shared),)))
     for name in ("chosen", "rejected"):
         tail = reads[name].tail(shared)  # the continuation starts at message `shared`
         read.judged.append(Judged(COMPLETION, tail, ((name, len(tail.roles)),), offset=shared))
+
+
+def _ends_a_prompt(role: Any, fmt: ChatFormat) -> bool:
+    """Can a prompt end on this role (a user turn, or a tool turn with tools=True)?"""
+    return role == "user" or (fmt.tools and role == TOOL_ROLE)

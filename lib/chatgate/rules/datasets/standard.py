@@ -40,7 +40,9 @@ def parts_codes(fmt: ChatFormat) -> set[str]:
 
 
 def parts_problem(parts: Any, role: str, fmt: ChatFormat) -> str | None:
-    """The first problem of a list of content parts read as a standard value of `role`.
+    """The first problem of a list of content parts read as a standard value of `role`: as the
+    content of one message, so the kinds of parts are judged only under `content_types=` or
+    `part_types=` (`bad_content_type`), as in a conversation.
 
     >>> parts_problem([{"type": "text", "text": " "}], "user", ChatFormat())
     'empty_text'
@@ -49,7 +51,8 @@ def parts_problem(parts: Any, role: str, fmt: ChatFormat) -> str | None:
     """
     blank = blank_checker(fmt.text_key)
     codes: list[str | None] = ["empty_text" if blank(parts) else None]
-    if not all(part_ok(part, fmt.part_types, fmt.text_key) for part in parts):
+    judges_kinds = fmt.content_types != "any" or fmt.part_types is not None  # `bad_content_type`'s switch
+    if judges_kinds and not all(part_ok(part, fmt.part_types, fmt.text_key) for part in parts):
         codes.append("bad_content_type")
     conversation = Conversation([role], [parts], fmt, blank)
     codes.extend(rule.code for rule in active_rules(fmt) if rule.code in IMAGE_CODES and rule.applies(conversation))
