@@ -9,7 +9,7 @@ rooms of lower layers (and from its own), never from a higher one
 | 0 | `base/` | values as they come: markers, JSON decoding, missing and blank values, sizes |
 | 1 | `conversation/` | `ChatFormat` (every option) and `Conversation` (what a rule reads) |
 | 2 | `formats/` | tool calls, content parts and images, reading messages (ShareGPT, Harmony) |
-| 2 | `trainers/` | the trainers' profiles and `format_from` |
+| 2 | `trainers/` | the trainers' profiles and `format_from`, their options' rules, Mistral's rules |
 | 3 | `check/` | the ordered table of rules and the judge, the codes, the one-value and batch checks, row checks |
 | 4 | `location/` | where a conversation's problems are |
 | 5 | `datasets/` | TRL dataset types, standard values, OpenAI preference rows, table checks, rows' problems |
