@@ -108,11 +108,11 @@ def test_progress_off_by_the_environment(lake):
 # -- on a terminal: a tqdm bar -------------------------------------------------------------------
 
 
-def _on_a_terminal(args: list[str], env: dict[str, str], code: str = CLI) -> tuple[int, bytes]:
-    """Run the CLI with stdout and stderr on a terminal (a pseudo-terminal of 120 columns)."""
+def _on_a_terminal(args: list[str], env: dict[str, str], code: str = CLI, columns: int = 120) -> tuple[int, bytes]:
+    """Run the CLI with stdout and stderr on a terminal (a pseudo-terminal of `columns` columns)."""
     pid, fd = pty.fork()
     if pid == 0:  # pragma: no cover - the child
-        fcntl.ioctl(1, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        fcntl.ioctl(1, termios.TIOCSWINSZ, struct.pack("HHHH", 40 if columns else 0, columns, 0, 0))
         os.execve(sys.executable, [sys.executable, "-c", code, *args], env)
     out = b""
     deadline = time.monotonic() + 300
@@ -138,6 +138,14 @@ def test_on_a_terminal_the_cli_draws_a_bar_and_clears_it_before_the_summary(lake
     # The bar's line is cleared: the summary starts on a clean line, never after a half-drawn bar.
     assert before.endswith(("\r", "\n")), repr(before[-200:])
     assert "rows checked" not in text  # no plain lines on a terminal
+
+
+def test_a_terminal_that_gives_no_width_gets_lines_where_tqdm_would_draw_nothing(lake):
+    code, out = _on_a_terminal(_flags(lake, "tty_no_width"), _env(), columns=0)
+    text = out.decode("utf-8", "replace")
+    assert code == 0, text
+    assert re.search(r"chatgate: step 1 \(messages\): [\d,]+ of 4,000 rows checked", text), text
+    assert "%|" not in text
 
 
 def test_on_a_terminal_a_failed_write_clears_its_bar_before_the_one_line_error(lake):

@@ -5,7 +5,7 @@ counts the rows it streams to the check (`update`), the Spark engine polls the t
 of its jobs from the driver (`poll`, see engines/spark/progress.py), and a pass that
 counts nothing (a write) shows how long it has run. It writes to stderr only:
 
-- a tqdm bar when stderr is a terminal (`CHATGATE_PROGRESS=1`: always);
+- a tqdm bar when stderr is a terminal that says its width (`CHATGATE_PROGRESS=1`: always);
 - otherwise a line on the `chatgate.progress` logger at INFO every `interval()` seconds,
   e.g. ``step 1 (messages): 120,000 of 500,000 rows checked, 41,000/s, about 9 s left``
   (`CHATGATE_PROGRESS=lines`: even on a terminal). The CLI shows INFO lines unless
@@ -80,7 +80,7 @@ def mode(setting: bool | None = None) -> Mode:
         return "bar"
     if env in ("lines", "log"):
         return "lines"
-    return "bar" if _is_tty() else "lines"
+    return "bar" if _is_tty() and _columns() > 0 else "lines"
 
 
 def interval() -> float:
@@ -279,6 +279,14 @@ def duration(seconds: float) -> str:
 
 def _rate(per_second: float) -> str:
     return f"{per_second:,.0f}" if per_second >= 10 else f"{per_second:,.1f}"
+
+
+def _columns() -> int:
+    """The width of the terminal stderr is on; 0 where it says none (tqdm then draws nothing at all)."""
+    try:
+        return os.get_terminal_size(sys.stderr.fileno()).columns
+    except (AttributeError, ValueError, OSError):
+        return 0
 
 
 def _is_tty() -> bool:
