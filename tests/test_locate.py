@@ -94,6 +94,16 @@ VALUES = located(
     ("missing_turn", [S, U], {"profile": "sample"}, "missing_turn", None),
     ("missing_role", [U], {"require_roles": ["assistant"]}, "missing_role", None),
     ("orphan_tool", [U, A, msg("tool", "x")], {"tools": True}, "orphan_tool", 2),
+    ("mistral_tool_call", [U, msg("assistant", ..., tool_calls=[call("f", id="c1")])], {"profile": "mistral"}, "mistral_tool_call", 1),
+    (
+        "unanswered_call",
+        [U, msg("assistant", ..., tool_calls=[{"type": "function", "id": "TX92Jm8Zi", "function": {"name": "f", "arguments": "{}"}}]), U, A],
+        {"profile": "mistral"},
+        "unanswered_call",
+        1,
+    ),
+    ("content_or_calls", [U, msg("assistant", "")], {"profile": "mistral"}, "content_or_calls", 1),
+    ("placeholder_content", [U, msg("assistant", "NaN")], {"placeholder_contents": True}, "placeholder_content", 1),
     (
         "orphan_tool-second-answer",
         [U, TOOL_CALL, TOOL_ANSWER, TOOL_ANSWER, A],

@@ -261,10 +261,20 @@ ROWS = placed(
         {"chosen": [U, A, A2], "rejected": [U, A, U]},
         IMPL,
         {},
-        "prompt_end",
+        "not_alternating",
         "chosen",
-        1,
+        2,
     ),
+    (
+        "audio-count",
+        {"messages": [msg("user", "<audio>"), A], "audios": []},
+        None,
+        {"audio_token": "<audio>", "audios_column": "audios"},
+        "audio_count",
+        "messages",
+        None,
+    ),
+    ("video-count", {"messages": [U, A], "videos": ["v.mp4"]}, None, {"videos_column": "videos"}, "video_count", "messages", None),
     (
         "tools-in-a-dataset-row",
         {

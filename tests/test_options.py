@@ -52,6 +52,11 @@ VALUES = {
     "single_message_answers": (True, ["--single-message-answers"]),
     "min_rows": (2, ["--min-rows", "2"]),
     "extra_columns": (False, ["--no-extra-columns"]),
+    "audio_token": ("<audio>", ["--audio-token", "<audio>"]),
+    "video_token": ("<video>", ["--video-token", "<video>"]),
+    "audios_column": ("audios", ["--audios-column", "audios"]),
+    "videos_column": ("videos", ["--videos-column", "videos"]),
+    "placeholder_contents": (True, ["--placeholder-contents"]),
     "profile": ("sample", ["--profile", "sample"]),
 }
 NAMES = [o.name for o in chat_options()]
