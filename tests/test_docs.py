@@ -392,6 +392,15 @@ def test_readme_is_short_and_gives_the_two_commands_and_a_quick_start_from_jsonl
     assert ".venv/bin/chatgate report --summary s --quarantine q" in quick_start
 
 
+def test_readme_keeps_the_sql_other_tests_read():
+    """tests/test_run_protocol.py runs the README's complete-runs query; tests/test_spark_submit.py its Spark SQL."""
+    text = README.read_text()
+    blocks = re.findall(r"```sql\n(.*?)```", text, flags=re.S)
+    assert sum("IN (SELECT run_id FROM summary)" in block for block in blocks) == 1
+    spark = re.findall(r"```sql\n-- (?:DuckDB or )?Spark SQL\n(.*?)```", text, flags=re.S)
+    assert len(spark) >= 3 and any("'demo'" in query and "pb_reason_" in query for query in spark)
+
+
 def test_every_link_between_pages_leads_to_a_page():
     """The README's links into docs/, and the docs' links to each other, name files that exist."""
     for page in PAGES:
