@@ -55,6 +55,36 @@ def test_an_output_table_of_another_shape_is_refused_before_the_check_pass(tmp_p
         run(job_config(tmp_path, source, engine, CHECKS), backend)
 
 
+def test_an_output_whose_column_changed_type_is_refused_before_the_check_pass(tmp_path, engine, backend, source, monkeypatch):
+    run(job_config(tmp_path, source, engine, CHECKS), backend)
+    retyped = str(tmp_path / "retyped")
+    table = chat_table(20, seed=3, defect_fraction=0.5)
+    write_deltalake(retyped, table.set_column(table.schema.get_field_index("id"), "id", table["id"].cast(pa.string())))
+
+    def judged(*args, **kwargs):
+        raise AssertionError("the check pass started before the outputs were checked")
+
+    monkeypatch.setattr(runner, "judge_step", judged)
+    with pytest.raises(OutputError, match=r"the quarantine table .* has 'id' as int64, but this run writes it as string"):
+        run(job_config(tmp_path, retyped, engine, CHECKS, run_id="run-2"), backend)
+
+
+def test_a_narrower_number_is_written_where_the_store_widens_it(tmp_path, engine, backend, source):
+    """deltalake casts an int into a long column; Delta's schema merge on Spark refuses to, so that
+    run is refused before it reads a row rather than failing at the write."""
+    run(job_config(tmp_path, source, engine, CHECKS), backend)
+    narrower = str(tmp_path / "narrower")
+    table = chat_table(20, seed=3, defect_fraction=0.5)
+    write_deltalake(narrower, table.set_column(table.schema.get_field_index("id"), "id", table["id"].cast(pa.int32())))
+    config = job_config(tmp_path, narrower, engine, CHECKS, run_id="run-2")
+    if engine == "spark":
+        with pytest.raises(OutputError, match=r"has 'id' as int64, but this run writes it as int32"):
+            run(config, backend)
+        return
+    run(config, backend)
+    assert set(read_delta(tmp_path / "summary")["run_id"].to_pylist()) == {"run-1", "run-2"}
+
+
 def test_a_folder_this_user_cant_write_in_is_refused_before_the_check_pass(tmp_path, source, no_check_pass, monkeypatch):
     real_access = os.access
     monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != tmp_path and real_access(path, mode))

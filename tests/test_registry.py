@@ -20,7 +20,7 @@ from chatgate.stores.deltalake_store import DeltalakeStore
 from job_helpers import read_delta
 
 LIB = Path(__file__).resolve().parent.parent / "lib" / "chatgate"
-STORAGE_METHODS = {"open_source", "target_columns", "replace_run", "write_arrow", "delete_run", "is_conflict", "changes"}
+STORAGE_METHODS = {"open_source", "target_schema", "replace_run", "write_arrow", "delete_run", "is_conflict", "changes"}
 
 
 def _imported_modules(path: Path) -> set[str]:

@@ -113,15 +113,18 @@ def _run(config: JobConfig, lake: Lakehouse) -> RunResult:
     started_at = datetime.now(timezone.utc)
     table, source_version = lake.store.open_source(config.source, config.source_version)
     source_columns = lake.engine.columns(table)
-    checks = prepared_checks(config, lake, source_columns)
+    checks = prepared_checks(config, lake, source_columns, lake.engine.preview(table, 0).schema)
     warn_unread_types(lake.engine, table, checks)
     table, read = _rows_to_read(lake.store, config, table, source_version, checks)
     return check_rows(config, lake, checks, (table, source_columns), source_version, read, started_at)
 
 
-def prepared_checks(config: JobConfig, lake: Lakehouse, source_columns: list[str]) -> list[RowCheck]:
+def prepared_checks(
+    config: JobConfig, lake: Lakehouse, source_columns: list[str], source_schema: pa.Schema | None = None
+) -> list[RowCheck]:
     """The run's checks, each checked against the source's columns, and its outputs against
-    the columns they will get: everything that needs no data, before the check pass reads any."""
+    the columns (and, given the source's schema, the types) they will get: everything that
+    needs no data, before the check pass reads any."""
     checks = row_checks(config, source_columns)
     for check in checks:
         preflight(
@@ -131,7 +134,7 @@ def prepared_checks(config: JobConfig, lake: Lakehouse, source_columns: list[str
             prefix=STEP_REASON_PREFIX,
             table=f"the source {config.source!r}",
         )
-    check_targets(lake.store, config, source_columns)
+    check_targets(lake.store, config, source_columns, source_schema)
     return checks
 
 

@@ -18,10 +18,12 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, TypeVar
 
+import pyarrow as pa
+
 from ..engines.lakehouse import LakehouseEngine
 from ..errors import ChatgateError, OutputError, one_line
 from ..names import FIXES, JOB_RESERVED, REASON_BEFORE, RUN_ID
-from ..stores.base import TableStore, schema_mismatch
+from ..stores.base import TableStore, schema_mismatch, type_mismatch
 from .config import JobConfig
 from .outputs import SUMMARY_RUN_ID, SUMMARY_SCHEMA, ReadScope, StepResult, output_columns, summary_table
 
@@ -72,10 +74,13 @@ class Output:
     run_id_column: str
 
 
-def check_targets(store: TableStore, config: JobConfig, source_columns: list[str]) -> None:
-    """Each output is new, or a Delta table with this run's columns (OutputError naming it otherwise).
+def check_targets(
+    store: TableStore, config: JobConfig, source_columns: list[str], source_schema: pa.Schema | None = None
+) -> None:
+    """Each output is new, or a Delta table with this run's columns (OutputError naming it otherwise),
+    whose types, where `source_schema` gives them, fit the source's.
 
-    It needs the source's columns only, so a run refuses a bad target before it reads any row.
+    It needs the source's schema only, so a run refuses a bad target before it reads any row.
     """
     targets = config.outputs
     wanted = [
@@ -85,9 +90,12 @@ def check_targets(store: TableStore, config: JobConfig, source_columns: list[str
     ]
     wanted.append(("summary", targets.summary, SUMMARY_SCHEMA.names, frozenset(SUMMARY_SCHEMA.names)))
     for name, target, columns, own in wanted:
-        have = store.target_columns(target)
-        if have is None:
+        schema = store.target_schema(target)
+        if schema is None:
             continue
+        have = list(schema.names)
+        if source_schema is not None:
+            _check_types(store, name, target, schema, source_schema)
         taken = {c.lower() for c in have}
         extra = taken - {c.lower() for c in columns}
         # A table an older chatgate wrote gains the columns chatgate added since (the writes merge schemas).
@@ -96,6 +104,15 @@ def check_targets(store: TableStore, config: JobConfig, source_columns: list[str
             raise schema_mismatch(name, target, have, columns)
         if new:
             log.info("the %s table %s gains chatgate's new columns %s", name, target, new)
+
+
+def _check_types(store: TableStore, name: str, target: str, schema: pa.Schema, source_schema: pa.Schema) -> None:
+    """The source's columns that the output keeps can be written into the output's columns."""
+    wanted = {field.name.lower(): field for field in source_schema}
+    for field in schema:
+        source = wanted.get(field.name.lower())
+        if source is not None and not store.writes_into(field.type, source.type):
+            raise type_mismatch(name, target, field.name, field.type, source.type)
 
 
 def write_outputs(

@@ -61,12 +61,24 @@ class TableStore(ABC):
         raise ConfigError(f"the {self.name} store reads no stream of {source!r}")
 
     @abstractmethod
-    def target_columns(self, target: str) -> list[str] | None:
-        """The columns of the output Delta table at `target`, None when there's none yet.
+    def target_schema(self, target: str) -> pa.Schema | None:
+        """The columns and their Arrow types of the output Delta table at `target`, None when
+        there's none yet.
 
         Raises OutputError, naming the target, when something that isn't a Delta
         table is in the way (a file, a folder of other files, a bad table name).
         """
+
+    def writes_into(self, have: pa.DataType, want: pa.DataType) -> bool:
+        """Whether a column of type `want` is written into a table's column of type `have`: within a
+        type family (see `type_kind`), as the deltalake writer casts."""
+        kinds = type_kind(have), type_kind(want)
+        return None in kinds or kinds[0] == kinds[1]
+
+    def target_columns(self, target: str) -> list[str] | None:
+        """The columns of the output Delta table at `target`, None when there's none yet."""
+        schema = self.target_schema(target)
+        return None if schema is None else list(schema.names)
 
     @abstractmethod
     def replace_run(self, table: Any, target: str, run_id_column: str, run_id: str) -> int:
@@ -176,4 +188,38 @@ def schema_mismatch(name: str, target: str, have: list[str], want: list[str]) ->
     return OutputError(
         f"the {name} table {target!r} {' and '.join(parts)} (its source's columns changed?); "
         f"write to a new path with --{name} PATH, or move the old table aside"
+    )
+
+
+def type_kind(kind: pa.DataType) -> str | None:
+    """The family of an Arrow type that a Delta write keeps apart (None: a null type, which fits any).
+
+    A write casts within a family (int32 into int64, string into large_string) but not across
+    (a string into a long): a table whose column is of another family fails at the write.
+    """
+    families = (
+        (pa.types.is_null, None),
+        (pa.types.is_boolean, "boolean"),
+        (pa.types.is_integer, "number"),
+        (pa.types.is_floating, "number"),
+        (pa.types.is_decimal, "number"),
+        (lambda t: pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t), "text"),
+        (lambda t: pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t), "binary"),
+        (pa.types.is_timestamp, "timestamp"),
+        (pa.types.is_date, "date"),
+        (lambda t: pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t), "list"),
+        (pa.types.is_struct, "struct"),
+        (pa.types.is_map, "map"),
+    )
+    for test, family in families:
+        if test(kind):
+            return family
+    return str(kind)
+
+
+def type_mismatch(name: str, target: str, column: str, have: pa.DataType, want: pa.DataType) -> OutputError:
+    """The one-line error for an output table whose column holds values of another type than this run's."""
+    return OutputError(
+        f"the {name} table {target!r} has {column!r} as {have}, but this run writes it as {want} "
+        f"(its source's column changed type?); write to a new path with --{name} PATH, or move the old table aside"
     )

@@ -20,6 +20,7 @@ from .base import (
     is_local_path,
     local_target_state,
     pinned_version,
+    type_kind,
 )
 from .changes import appended_files, commit_actions
 from .delta_spark_sql import (
@@ -142,7 +143,13 @@ class DeltaSparkStore(TableStore):
         history = self._history(target, 1)
         return None if history is None else int(history[1][0]["version"])
 
-    def target_columns(self, target: str) -> list[str] | None:
+    def writes_into(self, have: pa.DataType, want: pa.DataType) -> bool:
+        # Delta's schema merge on Spark widens no number (int into long fails to merge).
+        if type_kind(have) == type_kind(want) == "number":
+            return bool(have == want)
+        return super().writes_into(have, want)
+
+    def target_schema(self, target: str) -> pa.Schema | None:
         if is_path(target) and is_local_path(target) and local_target_state(target) == "absent":
             return None
         try:
@@ -156,7 +163,7 @@ class DeltaSparkStore(TableStore):
             if not is_path(target) and self._table_exists(target):
                 raise OutputError(f"the catalog table {target!r} isn't a Delta table; choose another output table")
             return None
-        return list(self.spark.table(history[0]).columns)
+        return _arrow_schema(self.spark.table(history[0]).schema)
 
     def replace_run(self, table: Any, target: str, run_id_column: str, run_id: str) -> int:
         metadata = self._replace(table, target, run_id_column, run_id)
@@ -324,3 +331,17 @@ class DeltaSparkStore(TableStore):
 
 
 _LOGGED_TABLE = re.compile(r"(?:file:)?(\S+?)/_delta_log/")
+
+
+def _arrow_schema(schema: Any) -> pa.Schema:
+    """A Spark schema in Arrow's types; a field Arrow has no type for is typed null (not compared)."""
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    fields = []
+    for field in schema.fields:
+        try:
+            kind = to_arrow_type(field.dataType)
+        except Exception:  # noqa: BLE001 - a type without an Arrow twin (variant, ...)
+            kind = pa.null()
+        fields.append(pa.field(field.name, kind))
+    return pa.schema(fields)

@@ -85,11 +85,11 @@ class DeltalakeStore(TableStore):
         except (FileNotFoundError, ValueError, OSError) as exc:
             raise SourceError(f"can't read the source {source!r}: {exc}") from None
 
-    def target_columns(self, target: str) -> list[str] | None:
+    def target_schema(self, target: str) -> pa.Schema | None:
         if is_local_path(target) and local_target_state(target) == "absent":
             return None
         table = _delta_table(target)
-        return None if table is None else [f.name for f in table.schema().fields]
+        return None if table is None else pa.schema(table.schema().to_arrow())
 
     def replace_run(self, table: Any, target: str, run_id_column: str, run_id: str) -> int:
         # A file whose text isn't UTF-8 in a column no step judged is read again unchecked: nothing
