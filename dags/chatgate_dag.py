@@ -21,7 +21,7 @@ task; `make airflow-test` imports it and runs it (see README, "Airflow DAG").
   exits non-zero, the Spark task fails, and training doesn't run.
 
 The Airflow workers need chatgate with its DuckDB extra (`pip install 'chatgate[duckdb]'`, or
-`make dist`'s wheel with `[duckdb]`) for the embedded task, and a copy of the chatgate repository after `make dist`
+`make dist`'s wheel with `[duckdb]`) for the embedded task, and a copy of the chatgate repository after `make cluster-pack`
 (CHATGATE_HOME) for the Spark task: `jobs/validate_chat.py`, the packed environment and
 Delta's jars.
 """
@@ -36,12 +36,12 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import Param, TriggerRule, dag, task
 from airflow.sdk.exceptions import AirflowFailException
 
-# Where the chatgate repository is checked out on the Airflow workers, after `make dist`.
+# Where the chatgate repository is checked out on the Airflow workers, after `make cluster-pack`.
 CHATGATE_HOME = os.environ.get("CHATGATE_HOME", "/opt/chatgate")
 # The job's config: source table, columns, checks, outputs and thresholds (conf/example.yaml
 # documents every key). Each DAG run can name another one with the `config` param.
 CHATGATE_CONFIG = os.environ.get("CHATGATE_CONFIG", f"{CHATGATE_HOME}/conf/example.yaml")
-# Delta's jars, as `make dist` copies them (delta-spark 4.1.0 for Spark 4.1.0, Scala 2.13).
+# Delta's jars, as `make cluster-pack` copies them (delta-spark 4.1.0 for Spark 4.1.0, Scala 2.13).
 DELTA_JARS = [
     f"{CHATGATE_HOME}/dist/delta-spark_4.1_2.13-4.1.0.jar",
     f"{CHATGATE_HOME}/dist/delta-storage-4.1.0.jar",
