@@ -10,6 +10,7 @@ Arrow forms. Together with tests/test_locate.py they cover every code of
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -42,6 +43,8 @@ except ImportError:  # tests/ imported as a package
 LM, PO, PC, PREF, IMPL, UNP = DATASET_TYPES[:6]  # TRL's; openai_preference has its own tests
 OP = "openai_preference"
 TOOLS = {"tools": True}
+TOKENIZER = str(Path(__file__).parent / "data" / "tokens" / "tokenizer.json")
+"""A small word-level tokenizer.json, for `max_tokens=` (tests/test_tokens.py builds others)."""
 IMAGE = {"type": "image"}
 PNG_PART = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
 
@@ -275,6 +278,9 @@ ROWS = placed(
         None,
     ),
     ("video-count", {"messages": [U, A], "videos": ["v.mp4"]}, None, {"videos_column": "videos"}, "video_count", "messages", None),
+    ("too-long", {"messages": [U, A]}, None, {"max_tokens": 1, "tokenizer": TOKENIZER}, "too_long", "messages", None),
+    # a prompt and its completion are counted together; the problem is placed at the completion
+    ("too-long-pc", {"prompt": [U], "completion": [A]}, PC, {"max_tokens": 1, "tokenizer": TOKENIZER}, "too_long", "completion", None),
     (
         "tools-in-a-dataset-row",
         {

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -18,6 +19,9 @@ from chatgate.airflow import run_chatgate
 from chatgate.cli import add_run_arguments, build_parser, check_overrides
 from chatgate.job.config import build_config
 from chatgate.rules.check.options import chat_options
+
+TOKENIZER = str(Path(__file__).parent / "data" / "tokens" / "tokenizer.json")
+"""A small word-level tokenizer.json (tokens.test_tokens builds its own too): `tokenizer=` needs a file."""
 
 # A value other than the default for each option, valid on its own; and as the command line spells it.
 VALUES = {
@@ -57,8 +61,12 @@ VALUES = {
     "audios_column": ("audios", ["--audios-column", "audios"]),
     "videos_column": ("videos", ["--videos-column", "videos"]),
     "placeholder_contents": (True, ["--placeholder-contents"]),
+    "max_tokens": (100, ["--max-tokens", "100"]),
+    "tokenizer": (TOKENIZER, ["--tokenizer", TOKENIZER]),
     "profile": ("sample", ["--profile", "sample"]),
 }
+# Options that come in pairs: each is tried with its partner's value from VALUES.
+PARTNERS = {"max_tokens": "tokenizer", "tokenizer": "max_tokens"}
 NAMES = [o.name for o in chat_options()]
 BASE = {"source": "lake/chats", "columns": ["messages"], "outputs": {"quarantine": "q", "summary": "s"}}
 
@@ -72,26 +80,33 @@ def test_every_option_has_a_value_to_try_and_help_text():
 @pytest.mark.parametrize("name", NAMES)
 def test_an_option_reaches_the_python_functions(name):
     value, _ = VALUES[name]
+    partner = {PARTNERS[name]: VALUES[PARTNERS[name]][0]} if name in PARTNERS else {}
     for function in (pb.first_problem, pb.check_batch, pb.Validate.col_vals_chat_format, pb.Validate.col_vals_dataset_type):
         parameter = inspect.signature(function).parameters[name]
         assert parameter.default == getattr(pb.ChatFormat(), name)
         assert f"`{name}`" in (function.__doc__ or "")
-    pb.first_problem("[]", **{name: value})
-    pb.check_batch(pa.array(["[]"]), **{name: value})
-    validation = pb.Validate(pa.table({"messages": ["[]"]}).to_pandas()).col_vals_chat_format("messages", **{name: value})
+    pb.first_problem("[]", **{name: value}, **partner)
+    pb.check_batch(pa.array(["[]"]), **{name: value}, **partner)
+    validation = pb.Validate(pa.table({"messages": ["[]"]}).to_pandas()).col_vals_chat_format(
+        "messages", **{name: value}, **partner
+    )
     assert getattr(validation._plan[0].fmt, name) == value
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_an_option_reaches_the_job_from_yaml_flags_and_airflow(name):
     value, flags = VALUES[name]
-    from_yaml = build_config({**BASE, "checks": {name: list(value) if isinstance(value, tuple) else value}}, {})
+    partner = {PARTNERS[name]: VALUES[PARTNERS[name]][0]} if name in PARTNERS else {}
+    partner_flags = VALUES[PARTNERS[name]][1] if name in PARTNERS else []
+    from_yaml = build_config({**BASE, "checks": {name: list(value) if isinstance(value, tuple) else value, **partner}}, {})
     assert getattr(from_yaml.steps[0].fmt, name) == value
-    args = build_parser().parse_args(["run", "--source", "x", "--column", "m", "--quarantine", "q", "--summary", "s", *flags])
+    args = build_parser().parse_args(
+        ["run", "--source", "x", "--column", "m", "--quarantine", "q", "--summary", "s", *flags, *partner_flags]
+    )
     overrides = {k: v for k, v in vars(args).items() if k not in ("config", "command", "quiet", "debug")}
     from_flags = build_config({}, overrides)
     assert getattr(from_flags.steps[0].fmt, name) == value
-    check_overrides({name: value})
+    check_overrides({name: value, **partner})
     assert from_flags.steps[0].check().as_dict()[name] == (list(value) if isinstance(value, tuple) else value)
 
 

@@ -1016,6 +1016,8 @@ def test_every_new_code_has_an_example():
     # the peers' rules (Mistral's, placeholders) are in tests/test_profile_mistral.py and tests/test_rules_peers.py
     trainers |= {"mistral_tool_call", "content_or_calls", "unanswered_call", "placeholder_content"}
     trainers |= {"audio_count", "video_count"}
+    # token limits (max_tokens= with tokenizer=) are in tests/test_tokens.py
+    trainers |= {"too_long"}
     codes = {param.values[3] for param in ALL}
     assert set(EXTENDED_REASONS) - tools - trainers <= codes
     assert set(REASONS) <= codes
@@ -1549,6 +1551,7 @@ EXTENDED_PHRASES = {
     ),
     "audio_count": ("has audio tags that don't match its audios", "have audio tags that don't match their audios"),
     "video_count": ("has video tags that don't match its videos", "have video tags that don't match their videos"),
+    "too_long": ("has more tokens than max_tokens=", "have more tokens than max_tokens="),
     "same_pair": ("has identical chosen and rejected", "have identical chosen and rejected"),
     "implicit_prompt": (
         "has chosen and rejected that don't share a prompt",

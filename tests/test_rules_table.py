@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import json
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -39,6 +40,8 @@ try:
 except ImportError:  # tests/ imported as a package
     from tests.plain_reference import plain_problem
     from tests.strategies import chat_formats
+
+TOKENIZER = Path(__file__).parent / "data" / "tokens" / "tokenizer.json"
 
 SETTINGS = settings(
     max_examples=150,
@@ -83,6 +86,7 @@ TABLE_CODES = [
     "image_count",
     "audio_count",
     "video_count",
+    "too_long",
 ]
 
 
@@ -135,6 +139,7 @@ def test_all_reasons_is_the_table_order_with_the_codes_decided_elsewhere():
         "image_count",
         "audio_count",
         "video_count",
+        "too_long",
         "same_pair",
         "implicit_prompt",
     )
@@ -169,7 +174,7 @@ def test_switches_are_named_once():
     everything = switches(fmt, WHOLE, extras=True, declared=True, images=True)
     row_options = {"min_messages", "allowed_keys", "content_types", "weight_key", "legacy_functions", "require_roles"}
     row_options |= {"image_data_urls", "max_image_bytes", "image_roles", "max_images"}
-    assert everything == set(SWITCHES) - {"profile", "mistral", "placeholder_contents", "audios_column", "videos_column", "prompt", "completion"} - row_options
+    assert everything == set(SWITCHES) - {"profile", "mistral", "placeholder_contents", "audios_column", "videos_column", "max_tokens", "prompt", "completion"} - row_options
     trainer = ChatFormat(
         min_messages=2,
         allowed_keys=["weight"],
@@ -341,9 +346,11 @@ def test_only_empty_content_reads_the_contents():
     # the general path: the strict path never holds them.)
     parts = ["bad_content_type", "bad_image_url", "image_too_large", "image_role", "too_many_images"]
     others = ["content_or_calls", "empty_content", "placeholder_content"]  # Mistral's, the peers'
-    assert [rule.code for rule in RULES if rule.reads_contents] == [*parts[:4], *others, parts[4]]
+    tokens = ["too_long"]  # max_tokens= (with tokenizer=): the general path
+    assert [rule.code for rule in RULES if rule.reads_contents] == [*parts[:4], *others, parts[4], *tokens]
     assert not ChatFormat(content_types="text").is_core
     assert not ChatFormat(placeholder_contents=True).is_core and not ChatFormat(profile="mistral").is_core
+    assert not ChatFormat(max_tokens=9, tokenizer=str(TOKENIZER)).is_core
     for options in ({"part_types": ["text"]}, {"image_data_urls": True}, {"max_image_bytes": 9},
                     {"image_roles": ["user"]}, {"max_images": 1}):
         assert not ChatFormat(**options).is_core, options

@@ -60,6 +60,8 @@ def first_problem(
     min_rows: int | None = None,
     extra_columns: bool = True,
     placeholder_contents: bool = False,
+    max_tokens: int | None = None,
+    tokenizer: str | None = None,
     profile: Literal['sample', 'openai', 'together', 'torchtune', 'mistral'] | None = None,
 ) -> str | None:
     """The first problem code of one conversation, or None when it is well formed.
@@ -111,6 +113,8 @@ def first_problem(
     - `min_rows` (default None): the fewest rows the table may have (a table check, its own step)
     - `extra_columns` (default True): columns outside the format may be in the table (off: a table check, reported as its own step)
     - `placeholder_contents` (default False): refuse a message whose whole text is a serialised missing value: NaN, null, None or undefined (any case, spaces around): placeholder_content
+    - `max_tokens` (default None): the most tokens a conversation may have, counted with tokenizer= (a larger one gets too_long)
+    - `tokenizer` (default None): what counts max_tokens=: a tiktoken encoding (cl100k_base, o200k_base) or a path to a tokenizer.json
     - `profile` (default None): a trainer's rules as defaults: sample, openai, together, torchtune, mistral
     """
     return rules.first_problem(
@@ -159,6 +163,8 @@ def check_batch(
     min_rows: int | None = None,
     extra_columns: bool = True,
     placeholder_contents: bool = False,
+    max_tokens: int | None = None,
+    tokenizer: str | None = None,
     profile: Literal['sample', 'openai', 'together', 'torchtune', 'mistral'] | None = None,
 ) -> pa.StringArray:
     """The first problem code of each conversation in `array`, null where it passes.
@@ -210,6 +216,8 @@ def check_batch(
     - `min_rows` (default None): the fewest rows the table may have (a table check, its own step)
     - `extra_columns` (default True): columns outside the format may be in the table (off: a table check, reported as its own step)
     - `placeholder_contents` (default False): refuse a message whose whole text is a serialised missing value: NaN, null, None or undefined (any case, spaces around): placeholder_content
+    - `max_tokens` (default None): the most tokens a conversation may have, counted with tokenizer= (a larger one gets too_long)
+    - `tokenizer` (default None): what counts max_tokens=: a tiktoken encoding (cl100k_base, o200k_base) or a path to a tokenizer.json
     - `profile` (default None): a trainer's rules as defaults: sample, openai, together, torchtune, mistral
     """
     return rules.check_batch(

@@ -65,6 +65,8 @@ def annotate(
     min_rows: int | None = None,
     extra_columns: bool = True,
     placeholder_contents: bool = False,
+    max_tokens: int | None = None,
+    tokenizer: str | None = None,
     profile: Literal['sample', 'openai', 'together', 'torchtune', 'mistral'] | None = None,
 ) -> Any:
     """`table` with each row's verdict: `pb_reason_`, `pb_message_` (and `pb_reasons_` with turns="all").
@@ -113,6 +115,8 @@ def annotate(
     - `min_rows` (default None): the fewest rows the table may have (a table check, its own step)
     - `extra_columns` (default True): columns outside the format may be in the table (off: a table check, reported as its own step)
     - `placeholder_contents` (default False): refuse a message whose whole text is a serialised missing value: NaN, null, None or undefined (any case, spaces around): placeholder_content
+    - `max_tokens` (default None): the most tokens a conversation may have, counted with tokenizer= (a larger one gets too_long)
+    - `tokenizer` (default None): what counts max_tokens=: a tiktoken encoding (cl100k_base, o200k_base) or a path to a tokenizer.json
     - `profile` (default None): a trainer's rules as defaults: sample, openai, together, torchtune, mistral
     """
     return gate.annotate(
@@ -171,6 +175,8 @@ def split(
     min_rows: int | None = None,
     extra_columns: bool = True,
     placeholder_contents: bool = False,
+    max_tokens: int | None = None,
+    tokenizer: str | None = None,
     profile: Literal['sample', 'openai', 'together', 'torchtune', 'mistral'] | None = None,
 ) -> tuple[Any, Any]:
     """`(passing, failing)`: the rows that pass every check, with the table's own columns, and
@@ -214,6 +220,8 @@ def split(
     - `min_rows` (default None): the fewest rows the table may have (a table check, its own step)
     - `extra_columns` (default True): columns outside the format may be in the table (off: a table check, reported as its own step)
     - `placeholder_contents` (default False): refuse a message whose whole text is a serialised missing value: NaN, null, None or undefined (any case, spaces around): placeholder_content
+    - `max_tokens` (default None): the most tokens a conversation may have, counted with tokenizer= (a larger one gets too_long)
+    - `tokenizer` (default None): what counts max_tokens=: a tiktoken encoding (cl100k_base, o200k_base) or a path to a tokenizer.json
     - `profile` (default None): a trainer's rules as defaults: sample, openai, together, torchtune, mistral
     """
     return gate.split(

@@ -100,6 +100,8 @@ class StepMethods:
         min_rows: int | None = None,
         extra_columns: bool = True,
         placeholder_contents: bool = False,
+        max_tokens: int | None = None,
+        tokenizer: str | None = None,
         profile: Literal['sample', 'openai', 'together', 'torchtune', 'mistral'] | None = None,
     ) -> SelfT:
         """Check that each value of `columns` is a well-formed chat conversation.
@@ -147,6 +149,8 @@ class StepMethods:
         - `min_rows` (default None): the fewest rows the table may have (a table check, its own step)
         - `extra_columns` (default True): columns outside the format may be in the table (off: a table check, reported as its own step)
         - `placeholder_contents` (default False): refuse a message whose whole text is a serialised missing value: NaN, null, None or undefined (any case, spaces around): placeholder_content
+        - `max_tokens` (default None): the most tokens a conversation may have, counted with tokenizer= (a larger one gets too_long)
+        - `tokenizer` (default None): what counts max_tokens=: a tiktoken encoding (cl100k_base, o200k_base) or a path to a tokenizer.json
         - `profile` (default None): a trainer's rules as defaults: sample, openai, together, torchtune, mistral
         """
         self._add_chat_format(
@@ -211,6 +215,8 @@ class StepMethods:
         min_rows: int | None = None,
         extra_columns: bool = True,
         placeholder_contents: bool = False,
+        max_tokens: int | None = None,
+        tokenizer: str | None = None,
         profile: Literal['sample', 'openai', 'together', 'torchtune', 'mistral'] | None = None,
     ) -> SelfT:
         """Check the rows of a TRL dataset type (detected from the columns when not named).
@@ -256,6 +262,8 @@ class StepMethods:
         - `min_rows` (default None): the fewest rows the table may have (a table check, its own step)
         - `extra_columns` (default True): columns outside the format may be in the table (off: a table check, reported as its own step)
         - `placeholder_contents` (default False): refuse a message whose whole text is a serialised missing value: NaN, null, None or undefined (any case, spaces around): placeholder_content
+        - `max_tokens` (default None): the most tokens a conversation may have, counted with tokenizer= (a larger one gets too_long)
+        - `tokenizer` (default None): what counts max_tokens=: a tiktoken encoding (cl100k_base, o200k_base) or a path to a tokenizer.json
         - `profile` (default None): a trainer's rules as defaults: sample, openai, together, torchtune, mistral
         """
         self._add_dataset_type(

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numbers
 from collections.abc import Mapping
 
-from . import parts, peers, tools
+from . import parts, peers, tokens, tools
 from .options import resolve
 from .values import (
     ABSENT,
@@ -55,7 +55,7 @@ ORDER = (
     "bad_function_call", "mistral_tool_call", "bad_thinking", "bad_tools", "tool_turn", "unknown_role", "image_role",
     "system_position", "developer_position", "missing_turn", "missing_role", "first_role",
     "prompt_end", "completion_role", "orphan_tool", "unanswered_call", "not_alternating", "last_role",
-    "unknown_tool", "content_or_calls", "empty_content", "placeholder_content", "too_many_images", "image_count", "audio_count", "video_count", "same_pair", "implicit_prompt",
+    "unknown_tool", "content_or_calls", "empty_content", "placeholder_content", "too_many_images", "image_count", "audio_count", "video_count", "too_long", "same_pair", "implicit_prompt",
 )
 """Every code, in the order they are checked (the README: "a row's code is the first that applies")."""
 
@@ -367,6 +367,7 @@ RULES = {
     "image_count": image_count,
     "audio_count": peers.audio_count,
     "video_count": peers.video_count,
+    "too_long": tokens.too_long,
 }
 assert list(RULES) == [code for code in ORDER if code in RULES]
 

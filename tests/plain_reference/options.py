@@ -53,6 +53,8 @@ FORMAT_OPTIONS = {
     "min_rows": None,
     "extra_columns": True,
     "placeholder_contents": False,
+    "max_tokens": None,
+    "tokenizer": None,
     "profile": None,
 }
 """Tool calling, Harmony, ShareGPT, images, the dataset rows' reading, the table checks, profiles."""

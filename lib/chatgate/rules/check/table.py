@@ -20,7 +20,7 @@ from ..conversation.conversation import COMPLETION, PROMPT, WHOLE
 from ..conversation.rule import Code, Rule
 from ..conversation.spec import ChatFormat
 from ..formats import harmony, parts, tools
-from ..trainers import mistral
+from ..trainers import mistral, tokens
 from ..trainers import rules as trainers
 
 # --- The codes decided outside the rules of a conversation ------------------------------------
@@ -135,6 +135,7 @@ CODES: tuple[Code | Rule, ...] = (
     parts.image_count,
     parts.audio_count,
     parts.video_count,
+    tokens.too_long,
     same_pair,
     implicit_prompt,
 )
@@ -163,6 +164,7 @@ OPTION_SWITCHES: dict[str, Callable[[ChatFormat], bool]] = {
     "placeholder_contents": lambda fmt: fmt.placeholder_contents,
     "audios_column": lambda fmt: fmt.audios_column is not None,
     "videos_column": lambda fmt: fmt.videos_column is not None,
+    "max_tokens": lambda fmt: fmt.max_tokens is not None,
     "harmony": lambda fmt: fmt.harmony,
     "system_role": lambda fmt: fmt.has_system,
     "first_role": lambda fmt: fmt.first_role is not None,

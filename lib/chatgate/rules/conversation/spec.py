@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any
 
+from ..base.tokens import load_tokenizer
 from .arguments import alias_map, name_tuple, role_tuple, whole_number
 
 DEFAULT_ROLES: tuple[str, ...] = ("system", "user", "assistant")
@@ -134,6 +135,12 @@ class ChatFormat:
     - `placeholder_contents`: a message whose whole text is a serialised missing value
       (`PLACEHOLDERS`: NaN, null, None or undefined, in any case, spaces around) gets
       `placeholder_content`: a conversion bug (a null written as text), not a turn.
+    - `max_tokens`, `tokenizer`: a conversation of more than `max_tokens` tokens gets `too_long`,
+      counted with `tokenizer` (a tiktoken encoding's name, or a path to a Hugging Face
+      `tokenizer.json`) as `trainers.tokens` says: the OpenAI cookbook's count for tiktoken
+      encodings, the contents' tokens for a tokenizer.json. A conversation whose bytes can't
+      exceed the limit is never encoded. The tokenizer is loaded when the options are checked
+      (`base.tokens` says how it is cached, and shipped to Spark executors).
     - `profile`: `"sample"` adds the rules of a conversation sample type: roles system,
       user and assistant only; at least one user and one assistant turn; tool and
       function turns refused (`tool_turn`). See `sample_profile()`. `"mistral"` adds the rules
@@ -206,6 +213,16 @@ class ChatFormat:
         "refuse a message whose whole text is a serialised missing value: NaN, null, None or undefined "
         "(any case, spaces around): placeholder_content",
     )
+    max_tokens: int | None = _option(
+        None,
+        "the most tokens a conversation may have, counted with tokenizer= (a larger one gets too_long)",
+        "N",
+    )
+    tokenizer: str | None = _option(
+        None,
+        "what counts max_tokens=: a tiktoken encoding (cl100k_base, o200k_base) or a path to a tokenizer.json",
+        "NAME",
+    )
     profile: str | None = _option(
         None, "a trainer's rules as defaults: sample, openai, together, torchtune, mistral", "NAME", choices=PROFILES
     )
@@ -255,6 +272,7 @@ class ChatFormat:
         whole_number("max_value_bytes", self.max_value_bytes, 1)
         whole_number("min_rows", self.min_rows, 1)
         whole_number("max_image_bytes", self.max_image_bytes, 1)
+        self._check_tokens()
         whole_number("max_images", self.max_images, 0)
         object.__setattr__(self, "require_roles", name_tuple("require_roles", self.require_roles, empty=True))
         if self.allowed_keys is not None:
@@ -266,6 +284,18 @@ class ChatFormat:
             raise ValueError(f"content_types={self.content_types!r} isn't one of {list(CONTENT_TYPES)}")
         if self.role_map is not None:
             object.__setattr__(self, "role_map", alias_map(self.role_map))
+
+    def _check_tokens(self) -> None:
+        """`max_tokens=` and `tokenizer=` come together; the tokenizer is loaded here, once per
+        process (`base.tokens`), so a missing library or file stops the check before any row."""
+        whole_number("max_tokens", self.max_tokens, 1)
+        if self.tokenizer is not None and (not isinstance(self.tokenizer, str) or not self.tokenizer):
+            raise TypeError(f"tokenizer= must be a tiktoken encoding's name or a tokenizer.json's path, not {self.tokenizer!r}")
+        if (self.max_tokens is None) != (self.tokenizer is None):
+            given, needed = ("max_tokens", "tokenizer") if self.tokenizer is None else ("tokenizer", "max_tokens")
+            raise ValueError(f"{given}= needs {needed}= too (max_tokens=N counts with tokenizer=)")
+        if self.tokenizer is not None:
+            load_tokenizer(self.tokenizer)
 
     def _check_end_roles(self) -> None:
         for key in ("first_role", "last_role"):
@@ -314,6 +344,7 @@ class ChatFormat:
             or self.profile in ("sample", "mistral")
             or self.placeholder_contents
             or self.counts_media
+            or self.max_tokens is not None
             or self.thinking_key is not None
             or self.text_key != "text"
             or self.has_row_options

@@ -45,6 +45,8 @@ class Extra(NamedTuple):
     media: tuple[int, int] = (0, 0)
     """With `audios_column=` or `videos_column=`: how many audios and videos the content holds
     (`audio`/`video` parts, and `audio_token`/`video_token` in its text)."""
+    message: Any = None
+    """With `max_tokens=`: the message as written (`trainers.tokens` counts its values)."""
 
 
 class Read(NamedTuple):
@@ -143,6 +145,7 @@ def read_messages(messages: Sequence[Any], fmt: ChatFormat, *, extras: bool | No
                 *_row_option_fields(message, fmt),
                 message.get("tool_calls") if mistral else None,
                 count_media(content, fmt) if fmt.counts_media else (0, 0),
+                message if fmt.max_tokens is not None else None,
             )
         )
     return Read(roles, contents, out)

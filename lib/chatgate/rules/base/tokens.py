@@ -1,0 +1,165 @@
+"""Tokenizers for `max_tokens=` (`too_long`): loaded once per process, counted cheaply.
+
+`tokenizer=` names one of two kinds:
+
+- **a tiktoken encoding** (`cl100k_base`, `o200k_base`, ...), loaded with
+  `tiktoken.get_encoding`. tiktoken downloads an encoding's file from
+  openaipublic.blob.core.windows.net at its first use and keeps it in the folder
+  `TIKTOKEN_CACHE_DIR` names (by default a folder of the system's temporary directory).
+  Offline, or on a cluster whose executors can't reach the blob store, fill that folder
+  once on a machine that can (`TIKTOKEN_CACHE_DIR=tiktoken-cache python -c "import
+  tiktoken; tiktoken.get_encoding('cl100k_base')"`) and set `TIKTOKEN_CACHE_DIR` to it
+  everywhere the check runs (on Spark, ship the folder as an archive,
+  `--archives tiktoken-cache.zip#tiktoken-cache`, and set
+  `spark.executorEnv.TIKTOKEN_CACHE_DIR=tiktoken-cache`).
+- **a Hugging Face `tokenizer.json`**: a path ending in `.json`, loaded with the
+  `tokenizers` library (`Tokenizer.from_file`). On Spark, ship the file with
+  `--files /path/tokenizer.json` (or `SparkContext.addFile`): a path that doesn't exist
+  where the check runs is looked up by its file name with `SparkFiles.get`, so
+  `tokenizer="tokenizer.json"` (or the driver's full path) finds the shipped copy on
+  every executor.
+
+A tokenizer is loaded once per process and spec (`load_tokenizer`, cached): the options
+carry only its name, so nothing but that string is pickled into Spark's tasks, and each
+Python worker loads it at its first conversation that needs counting. The options' check
+loads it once on the driver, before any row is read, so a missing library or file is one
+line (`TokenizerError`) naming what to install or download.
+
+The bound that spares the tokenizer: no token of these tokenizers covers less than one
+byte of the text it encodes, so the text's UTF-8 length bounds its tokens. For tiktoken
+(byte-level BPE, no normalisation) `tokens(text) <= bytes(text)`. A `tokenizer.json` may
+normalise the text first (NFKC, replacing spaces with `▁`, ...), which can lengthen it, and
+may add one token in front (a prefix space or `▁`): its bound is the bytes of the normalised
+text (the raw text's when it has no normaliser) plus 1. Special tokens are never added
+(`add_special_tokens=False`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+TIKTOKEN = "tiktoken"
+HF = "tokenizers"
+
+INSTALL = "pip install 'chatgate[tokens]'"
+
+
+class TokenizerError(ValueError):
+    """A tokenizer that can't be loaded: its library is missing or its file can't be read. (A
+    ValueError of the options, as every option's: the job reports it as a `ConfigError`.)"""
+
+
+class Tokenizer:
+    """One loaded tokenizer: its kind, how many tokens a text is, and the bound on that count
+    that needs no encoding (see the module docstring)."""
+
+    __slots__ = ("kind", "spec", "_count", "_normalize")
+
+    def __init__(
+        self,
+        kind: str,
+        spec: str,
+        count: Callable[[str], int],
+        normalize: Callable[[str], str] | None = None,
+    ) -> None:
+        self.kind = kind
+        self.spec = spec
+        self._count = count
+        self._normalize = normalize
+
+    def count(self, text: str) -> int:
+        """The tokens of `text`, special tokens not added."""
+        return self._count(text)
+
+    def bound(self, text: str) -> int:
+        """At least `count(text)`, without encoding it."""
+        if self.kind == TIKTOKEN:
+            return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+        if self._normalize is not None:
+            text = self._normalize(text)
+        return 1 + (len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass")))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled as its spec, loaded again (once) where it is unpickled.
+        return (load_tokenizer, (self.spec,))
+
+
+def kind_of(spec: str) -> str:
+    """The kind of tokenizer a `tokenizer=` value names.
+
+    >>> kind_of("cl100k_base"), kind_of("models/tokenizer.json")
+    ('tiktoken', 'tokenizers')
+    """
+    return HF if spec.endswith(".json") else TIKTOKEN
+
+
+@lru_cache(maxsize=8)
+def load_tokenizer(spec: str) -> Tokenizer:
+    """The tokenizer `spec` names, loaded once per process (see the module docstring);
+    `TokenizerError` (one line) when its library or file is missing."""
+    if kind_of(spec) == HF:
+        return _load_hf(spec)
+    return _load_tiktoken(spec)
+
+
+def _load_tiktoken(spec: str) -> Tokenizer:
+    try:
+        import tiktoken
+    except ImportError:
+        raise TokenizerError(f"tokenizer={spec!r} needs the tiktoken library: {INSTALL}") from None
+    try:
+        encoding = tiktoken.get_encoding(spec)
+    except ValueError:
+        raise TokenizerError(
+            f"tokenizer={spec!r} isn't a tiktoken encoding (cl100k_base, o200k_base, ...) "
+            "nor a path to a tokenizer.json"
+        ) from None
+    except Exception as error:  # noqa: BLE001 - the download failed: network, proxy, blob store
+        cache = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR")
+        where = f"TIKTOKEN_CACHE_DIR={cache!r} doesn't hold it" if cache else "no TIKTOKEN_CACHE_DIR is set"
+        raise TokenizerError(
+            f"tokenizer={spec!r}: tiktoken couldn't download the encoding ({type(error).__name__}) and "
+            f"{where}: fill a cache folder once where the network is reachable and set TIKTOKEN_CACHE_DIR to it"
+        ) from None
+    encode = encoding.encode_ordinary
+    return Tokenizer(TIKTOKEN, spec, lambda text: len(encode(text)))
+
+
+def _load_hf(spec: str) -> Tokenizer:
+    try:
+        from tokenizers import Tokenizer as HFTokenizer
+    except ImportError:
+        raise TokenizerError(f"tokenizer={spec!r} needs the tokenizers library: {INSTALL}") from None
+    path = _local_path(spec)
+    if path is None:
+        raise TokenizerError(
+            f"tokenizer={spec!r}: no such file here (nor shipped to Spark with --files): "
+            "download the model's tokenizer.json and give its path"
+        )
+    try:
+        loaded = HFTokenizer.from_file(path)
+    except Exception as error:  # noqa: BLE001 - the file isn't a tokenizer.json
+        first = " ".join(str(error).split())[:200]
+        raise TokenizerError(f"tokenizer={spec!r} isn't a tokenizer.json the tokenizers library reads: {first}") from None
+    encode = loaded.encode
+    normalizer = loaded.normalizer
+    normalize = normalizer.normalize_str if normalizer is not None else None
+    return Tokenizer(HF, spec, lambda text: len(encode(text, add_special_tokens=False)), normalize)
+
+
+def _local_path(spec: str) -> str | None:
+    """`spec` if it is a file here, else the copy Spark shipped under its file name (`--files`)."""
+    if os.path.isfile(spec):
+        return spec
+    try:
+        from pyspark import SparkFiles
+    except ImportError:
+        return None
+    try:
+        shipped = SparkFiles.get(os.path.basename(spec))
+    except Exception:  # noqa: BLE001 - no SparkContext nor TaskContext here
+        return None
+    return shipped if os.path.isfile(shipped) else None

@@ -1,0 +1,149 @@
+"""Token limits: `max_tokens=N` with `tokenizer=` refuses a conversation of more than N tokens (`too_long`).
+
+How a conversation is counted, per kind of tokenizer (`base.tokens`):
+
+- **tiktoken encodings** (OpenAI's): OpenAI's own count, the cookbook's
+  `num_tokens_from_messages` (openai/openai-cookbook, `examples/Chat_finetuning_data_prep.ipynb`,
+  read at commit 2e65270, the notebook whose check warns of examples "over the 4096 token limit,
+  they will be truncated during fine-tuning"): 3 tokens per message, plus the tokens of each of
+  its values (the role, the content, the name, ...), plus 1 for a `name`, plus 3 for the
+  priming of the reply.
+- **a tokenizer.json**: a tokenizer alone says nothing of the chat template a trainer wraps the
+  messages in, so the count is the tokens of the messages' contents only, special tokens not
+  added: a floor of what any template makes of them. `too_long` is then never a false alarm; set
+  `max_tokens=` a little under the model's context to leave the template room.
+
+What a value is as text: a string as it is; a content that is a list of parts as the texts of
+its text parts (each part encoded on its own); a null or absent value counts nothing (nor does a null
+`name`'s 1); any other value (tool calls, a weight) as its compact JSON text, keys sorted and
+nulls left out, so that a native struct (which holds every key, null where absent) counts as the
+JSON text of the same message does. (The cookbook's code encodes strings only.)
+
+The count never encodes what can't matter: each text's `Tokenizer.bound` (its UTF-8 bytes, see
+`base.tokens`) is summed with the overheads first, and when that total is at most N the
+conversation passes unencoded; otherwise texts are encoded one by one until the count passes N.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..base.tokens import TIKTOKEN, Tokenizer, load_tokenizer
+from ..base.values import is_missing, is_sequence
+from ..conversation.conversation import Conversation
+from ..conversation.rule import whole_value
+
+TOKENS_PER_MESSAGE = 3
+"""The cookbook's `tokens_per_message` (tiktoken encodings)."""
+TOKENS_PER_NAME = 1
+"""The cookbook's `tokens_per_name` (tiktoken encodings)."""
+REPLY_PRIMING = 3
+"""The cookbook's `num_tokens += 3` after the messages: the priming of the reply (tiktoken encodings)."""
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(_without_nulls(value), ensure_ascii=False, separators=(",", ":"), sort_keys=True, default=str)
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _without_nulls(v) for k, v in value.items() if not is_missing(v)}
+    if is_sequence(value) and not isinstance(value, (str, bytes)):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
+def value_texts(value: Any, text_key: str = "text", *, content: bool = True) -> list[str]:
+    """The texts one value of a message counts as (see the module docstring): a content's list
+    of parts is read as parts (`content=True`), any other list as JSON text.
+
+    >>> value_texts([{"type": "text", "text": "a"}, {"type": "image"}, {"type": "text", "text": "b"}])
+    ['a', 'b']
+    >>> value_texts([{"id": "1", "type": "function", "extra": None}], content=False)
+    ['[{"id":"1","type":"function"}]']
+    """
+    if isinstance(value, str):
+        return [value]
+    if value is None or is_missing(value):
+        return []
+    if content and is_sequence(value) and all(isinstance(part, Mapping) for part in value):
+        texts = (part.get(text_key) if part.get("type") == "text" else None for part in value)
+        return [text for text in texts if isinstance(text, str)]
+    return [_json_text(value)]
+
+
+def _message_texts(message: Any, content_key: str, text_key: str, cookbook: bool) -> tuple[int, list[str]]:
+    """A message's overhead and the texts it counts: the cookbook's (every value) or the content's."""
+    if not isinstance(message, Mapping):
+        return (TOKENS_PER_MESSAGE if cookbook else 0), []
+    if not cookbook:
+        return 0, value_texts(message.get(content_key), text_key)
+    overhead = TOKENS_PER_MESSAGE
+    texts: list[str] = []
+    for key, value in message.items():
+        if is_missing(value):
+            continue
+        texts.extend(value_texts(value, text_key, content=key == content_key))
+        if key == "name":
+            overhead += TOKENS_PER_NAME
+    return overhead, texts
+
+
+def conversation_tokens(
+    messages: Sequence[Any],
+    tokenizer: Tokenizer,
+    *,
+    content_key: str = "content",
+    text_key: str = "text",
+    limit: int | None = None,
+) -> int:
+    """The tokens of a conversation (message mappings as written), counted as the module says.
+
+    With `limit`, a conversation that can't exceed it is not encoded (the count returned is then
+    the bound, at most `limit`), and encoding stops as soon as the count passes it.
+    """
+    cookbook = tokenizer.kind == TIKTOKEN
+    fixed = REPLY_PRIMING if cookbook else 0
+    all_texts: list[str] = []
+    for message in messages:
+        overhead, texts = _message_texts(message, content_key, text_key, cookbook)
+        fixed += overhead
+        all_texts.extend(texts)
+    if limit is not None:
+        bound = fixed + sum(map(tokenizer.bound, all_texts))
+        if bound <= limit:
+            return bound
+    total = fixed
+    if limit is not None and total > limit:
+        return total
+    for text in all_texts:
+        total += tokenizer.count(text)
+        if limit is not None and total > limit:
+            return total
+    return total
+
+
+@whole_value(
+    "max_tokens",
+    "extras",
+    "whole",
+    phrase=("has more tokens than max_tokens=", "have more tokens than max_tokens="),
+    raised_by="max_tokens=",
+    meaning="the conversation has more tokens than `max_tokens=`, counted with `tokenizer=` "
+    "(a tiktoken encoding: the OpenAI cookbook's count; a tokenizer.json: the contents' tokens)",
+    reads_contents=True,
+)
+def too_long(c: Conversation) -> bool:
+    """Refuses a conversation of more tokens than `max_tokens=`, counted with `tokenizer=`
+    as `trainers.tokens` says (unencoded when its bytes can't exceed the limit)."""
+    fmt = c.fmt
+    limit, spec = fmt.max_tokens, fmt.tokenizer
+    if limit is None or spec is None:
+        return False
+    messages = [x.message for x in c.extras]
+    tokenizer = load_tokenizer(spec)
+    return conversation_tokens(
+        messages, tokenizer, content_key=fmt.content_key, text_key=fmt.text_key, limit=limit
+    ) > limit
