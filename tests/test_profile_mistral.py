@@ -31,7 +31,7 @@ except ImportError:  # tests/ imported as a package
     from tests.plain_reference import plain_answers
     from tests.rule_examples import A, S, U, assert_example, examples, msg
 
-CORPUS = Path("/work/shared/corpus/mistral-finetune/readme_examples.jsonl")
+CORPUS = Path(__file__).resolve().parent / "data" / "corpus" / "mistral-finetune" / "readme_examples.jsonl"
 M = {"profile": "mistral"}
 ID1, ID2 = "TX92Jm8Zi", "3XhQnxLsT"
 
