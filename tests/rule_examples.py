@@ -129,3 +129,30 @@ def assert_example(row, kind, options, expected, forms="both"):
         assert reference_codes(table, kind, options) == [expected, expected], name
         ran.append(name)
     return ran
+
+
+def failing_on_engine(engine: str, source: pa.Table, fmt, request) -> pa.Table:
+    """The failing rows (with `pb_reason_`) of the messages column of `source` judged by `engine`:
+    local (Polars), duckdb (Ibis) or spark (the shared session; its failing rows' id and reason only,
+    so native values stay in Spark)."""
+    if engine == "local":
+        import polars as pl
+
+        from chatgate.engines.local import LocalEngine
+
+        eng = LocalEngine()
+        return eng.failing_rows(eng.judge(pl.from_arrow(source), "messages", fmt)).to_arrow()
+    if engine == "duckdb":
+        import ibis
+
+        from chatgate.engines.ibis import IbisEngine
+
+        eng = IbisEngine()
+        return eng.failing_rows(eng.judge(ibis.memtable(source), "messages", fmt)).to_pyarrow()
+    from chatgate.engines.spark import SparkEngine
+    from chatgate.names import REASON
+
+    eng = SparkEngine()
+    frame = request.getfixturevalue("spark").createDataFrame(source)
+    failing = eng.failing_rows(eng.judge(frame, "messages", fmt)).select("id", REASON)
+    return pa.Table.from_pandas(failing.toPandas(), preserve_index=False)

@@ -32,12 +32,12 @@ try:
     import strategies as drawn
     from plain_reference import plain_answers
     from plain_reference.datasets import plain_chat_row
-    from rule_examples import A, S, U, assert_example, call, examples, msg
+    from rule_examples import A, S, U, assert_example, call, examples, failing_on_engine, msg
 except ImportError:  # tests/ imported as a package
     import tests.strategies as drawn
     from tests.plain_reference import plain_answers
     from tests.plain_reference.datasets import plain_chat_row
-    from tests.rule_examples import A, S, U, assert_example, call, examples, msg
+    from tests.rule_examples import A, S, U, assert_example, call, examples, failing_on_engine, msg
 
 P = {"placeholder_contents": True}
 TOOLS = {"roles": ["system", "user", "assistant", "tool"]}  # the tool role without tools=True
@@ -229,29 +229,6 @@ def _source(form):
     return pa.table({"id": ids, "messages": values, "audios": audios, "videos": videos})
 
 
-def _judged(engine, source, fmt, request):
-    if engine == "local":
-        import polars as pl
-
-        from chatgate.engines.local import LocalEngine
-
-        eng = LocalEngine()
-        return eng.failing_rows(eng.judge(pl.from_arrow(source), "messages", fmt)).to_arrow()
-    if engine == "duckdb":
-        import ibis
-
-        from chatgate.engines.ibis import IbisEngine
-
-        eng = IbisEngine()
-        return eng.failing_rows(eng.judge(ibis.memtable(source), "messages", fmt)).to_pyarrow()
-    from chatgate.engines.spark import SparkEngine
-
-    eng = SparkEngine()
-    frame = request.getfixturevalue("spark").createDataFrame(source)
-    failing = eng.failing_rows(eng.judge(frame, "messages", fmt)).select("id", REASON)  # native values stay in Spark
-    return pa.Table.from_pandas(failing.toPandas(), preserve_index=False)
-
-
 def _expected(options):
     rows = [{"messages": c, "audios": a, "videos": v} for c, a, v in zip(CHATS, AUDIOS, VIDEOS)]
     codes = {i + 1: first_row_problem(r, None, **options) for i, r in enumerate(rows)}
@@ -270,7 +247,7 @@ def test_the_engine_table_reaches_the_new_codes():
 @pytest.mark.parametrize("engine", ENGINES)
 def test_every_engine_gives_the_reference_codes(engine, case, form, request):
     options = ENGINE_OPTIONS[case]
-    failing = _judged(engine, _source(form), format_from(**options), request)
+    failing = failing_on_engine(engine, _source(form), format_from(**options), request)
     assert dict(zip(failing["id"].to_pylist(), failing[REASON].to_pylist())) == _expected(options)
     if "audios_column" not in options:  # one column alone: no row to count the media of
         assert chatgate.check_batch(_source(form)["messages"], **options).to_pylist() == [

@@ -32,8 +32,10 @@ from chatgate.rules.trainers.tokens import conversation_tokens
 
 try:
     from plain_reference import plain_answers
+    from rule_examples import failing_on_engine
 except ImportError:  # tests/ imported as a package
     from tests.plain_reference import plain_answers
+    from tests.rule_examples import failing_on_engine
 
 tiktoken = pytest.importorskip("tiktoken")
 tokenizers = pytest.importorskip("tokenizers")
@@ -392,29 +394,6 @@ def _source(form):
     return pa.table({"id": pa.array(range(1, len(ENGINE_CHATS) + 1), pa.int64()), "messages": values})
 
 
-def _judged(engine, source, fmt, request):
-    if engine == "local":
-        import polars as pl
-
-        from chatgate.engines.local import LocalEngine
-
-        eng = LocalEngine()
-        return eng.failing_rows(eng.judge(pl.from_arrow(source), "messages", fmt)).to_arrow()
-    if engine == "duckdb":
-        import ibis
-
-        from chatgate.engines.ibis import IbisEngine
-
-        eng = IbisEngine()
-        return eng.failing_rows(eng.judge(ibis.memtable(source), "messages", fmt)).to_pyarrow()
-    from chatgate.engines.spark import SparkEngine
-
-    eng = SparkEngine()
-    frame = request.getfixturevalue("spark").createDataFrame(source)
-    failing = eng.failing_rows(eng.judge(frame, "messages", fmt)).select("id", REASON)
-    return pa.Table.from_pandas(failing.toPandas(), preserve_index=False)
-
-
 def _expected(options):
     codes = {i + 1: first_row_problem({"messages": c}, None, **options) for i, c in enumerate(ENGINE_CHATS)}
     return {i: code for i, code in codes.items() if code is not None}
@@ -441,5 +420,5 @@ def test_every_engine_gives_the_reference_codes(engine, case, form, request):
     options, on_spark = ENGINE_OPTIONS[case]
     if engine == "spark" and not on_spark:
         pytest.skip("the test's tiktoken encoding is registered in this process only")
-    failing = _judged(engine, _source(form), format_from(**options), request)
+    failing = failing_on_engine(engine, _source(form), format_from(**options), request)
     assert dict(zip(failing["id"].to_pylist(), failing[REASON].to_pylist())) == _expected(options)
