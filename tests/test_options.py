@@ -63,10 +63,24 @@ VALUES = {
     "placeholder_contents": (True, ["--placeholder-contents"]),
     "max_tokens": (100, ["--max-tokens", "100"]),
     "tokenizer": (TOKENIZER, ["--tokenizer", TOKENIZER]),
+    "token_stats": (True, ["--token-stats"]),
+    "epochs": (2, ["--epochs", "2"]),
     "profile": ("sample", ["--profile", "sample"]),
 }
-# Options that come in pairs: each is tried with its partner's value from VALUES.
-PARTNERS = {"max_tokens": "tokenizer", "tokenizer": "max_tokens"}
+# Options that need others: each is tried with its partners' values from VALUES.
+PARTNERS = {
+    "max_tokens": ("tokenizer",),
+    "tokenizer": ("max_tokens",),
+    "token_stats": ("tokenizer",),
+    "epochs": ("token_stats", "tokenizer"),
+}
+
+
+def _partners(name):
+    """The partners' values of option `name`, and their flags."""
+    names = PARTNERS.get(name, ())
+    return {p: VALUES[p][0] for p in names}, [flag for p in names for flag in VALUES[p][1]]
+
 NAMES = [o.name for o in chat_options()]
 BASE = {"source": "lake/chats", "columns": ["messages"], "outputs": {"quarantine": "q", "summary": "s"}}
 
@@ -80,7 +94,7 @@ def test_every_option_has_a_value_to_try_and_help_text():
 @pytest.mark.parametrize("name", NAMES)
 def test_an_option_reaches_the_python_functions(name):
     value, _ = VALUES[name]
-    partner = {PARTNERS[name]: VALUES[PARTNERS[name]][0]} if name in PARTNERS else {}
+    partner, _ = _partners(name)
     for function in (pb.first_problem, pb.check_batch, pb.Validate.col_vals_chat_format, pb.Validate.col_vals_dataset_type):
         parameter = inspect.signature(function).parameters[name]
         assert parameter.default == getattr(pb.ChatFormat(), name)
@@ -96,8 +110,7 @@ def test_an_option_reaches_the_python_functions(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_an_option_reaches_the_job_from_yaml_flags_and_airflow(name):
     value, flags = VALUES[name]
-    partner = {PARTNERS[name]: VALUES[PARTNERS[name]][0]} if name in PARTNERS else {}
-    partner_flags = VALUES[PARTNERS[name]][1] if name in PARTNERS else []
+    partner, partner_flags = _partners(name)
     from_yaml = build_config({**BASE, "checks": {name: list(value) if isinstance(value, tuple) else value, **partner}}, {})
     assert getattr(from_yaml.steps[0].fmt, name) == value
     args = build_parser().parse_args(

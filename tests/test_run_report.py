@@ -245,9 +245,11 @@ def test_json_holds_the_same_data_in_a_stable_layout(lake):
         "reasons",
         "levels",
         "parameters",
+        "tokens",
         "most_rows_fail",
     }
     assert step["most_rows_fail"] is False  # the step reached its levels
+    assert step["tokens"] is None  # counted with token_stats=True only (test_token_stats)
     expected = _expected(FIRST_ROWS + LATER_ROWS)
     assert (step["units"], step["failed"], step["passed"]) == (
         7,

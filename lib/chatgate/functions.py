@@ -62,6 +62,8 @@ def first_problem(
     placeholder_contents: bool = False,
     max_tokens: int | None = None,
     tokenizer: str | None = None,
+    token_stats: bool = False,
+    epochs: int | None = None,
     profile: Literal['sample', 'openai', 'together', 'torchtune', 'mistral'] | None = None,
 ) -> str | None:
     """The first problem code of one conversation, or None when it is well formed.
@@ -114,7 +116,9 @@ def first_problem(
     - `extra_columns` (default True): columns outside the format may be in the table (off: a table check, reported as its own step)
     - `placeholder_contents` (default False): refuse a message whose whole text is a serialised missing value: NaN, null, None or undefined (any case, spaces around): placeholder_content
     - `max_tokens` (default None): the most tokens a conversation may have, counted with tokenizer= (a larger one gets too_long)
-    - `tokenizer` (default None): what counts max_tokens=: a tiktoken encoding (cl100k_base, o200k_base) or a path to a tokenizer.json
+    - `tokenizer` (default None): what counts max_tokens= and token_stats=: a tiktoken encoding (cl100k_base, o200k_base) or a path to a tokenizer.json
+    - `token_stats` (default False): report the step's tokens, counted with tokenizer=: total, min, median, p95 and max per conversation, assistant tokens, and the tokens a trainer bills (a summary of the step, no row's verdict changes)
+    - `epochs` (default None): with token_stats=: the epochs billed (default: as OpenAI picks them for the number of conversations)
     - `profile` (default None): a trainer's rules as defaults: sample, openai, together, torchtune, mistral
     """
     return rules.first_problem(
@@ -165,6 +169,8 @@ def check_batch(
     placeholder_contents: bool = False,
     max_tokens: int | None = None,
     tokenizer: str | None = None,
+    token_stats: bool = False,
+    epochs: int | None = None,
     profile: Literal['sample', 'openai', 'together', 'torchtune', 'mistral'] | None = None,
 ) -> pa.StringArray:
     """The first problem code of each conversation in `array`, null where it passes.
@@ -217,7 +223,9 @@ def check_batch(
     - `extra_columns` (default True): columns outside the format may be in the table (off: a table check, reported as its own step)
     - `placeholder_contents` (default False): refuse a message whose whole text is a serialised missing value: NaN, null, None or undefined (any case, spaces around): placeholder_content
     - `max_tokens` (default None): the most tokens a conversation may have, counted with tokenizer= (a larger one gets too_long)
-    - `tokenizer` (default None): what counts max_tokens=: a tiktoken encoding (cl100k_base, o200k_base) or a path to a tokenizer.json
+    - `tokenizer` (default None): what counts max_tokens= and token_stats=: a tiktoken encoding (cl100k_base, o200k_base) or a path to a tokenizer.json
+    - `token_stats` (default False): report the step's tokens, counted with tokenizer=: total, min, median, p95 and max per conversation, assistant tokens, and the tokens a trainer bills (a summary of the step, no row's verdict changes)
+    - `epochs` (default None): with token_stats=: the epochs billed (default: as OpenAI picks them for the number of conversations)
     - `profile` (default None): a trainer's rules as defaults: sample, openai, together, torchtune, mistral
     """
     return rules.check_batch(

@@ -67,6 +67,8 @@ def annotate(
     placeholder_contents: bool = False,
     max_tokens: int | None = None,
     tokenizer: str | None = None,
+    token_stats: bool = False,
+    epochs: int | None = None,
     profile: Literal['sample', 'openai', 'together', 'torchtune', 'mistral'] | None = None,
 ) -> Any:
     """`table` with each row's verdict: `pb_reason_`, `pb_message_` (and `pb_reasons_` with turns="all").
@@ -116,7 +118,9 @@ def annotate(
     - `extra_columns` (default True): columns outside the format may be in the table (off: a table check, reported as its own step)
     - `placeholder_contents` (default False): refuse a message whose whole text is a serialised missing value: NaN, null, None or undefined (any case, spaces around): placeholder_content
     - `max_tokens` (default None): the most tokens a conversation may have, counted with tokenizer= (a larger one gets too_long)
-    - `tokenizer` (default None): what counts max_tokens=: a tiktoken encoding (cl100k_base, o200k_base) or a path to a tokenizer.json
+    - `tokenizer` (default None): what counts max_tokens= and token_stats=: a tiktoken encoding (cl100k_base, o200k_base) or a path to a tokenizer.json
+    - `token_stats` (default False): report the step's tokens, counted with tokenizer=: total, min, median, p95 and max per conversation, assistant tokens, and the tokens a trainer bills (a summary of the step, no row's verdict changes)
+    - `epochs` (default None): with token_stats=: the epochs billed (default: as OpenAI picks them for the number of conversations)
     - `profile` (default None): a trainer's rules as defaults: sample, openai, together, torchtune, mistral
     """
     return gate.annotate(
@@ -177,6 +181,8 @@ def split(
     placeholder_contents: bool = False,
     max_tokens: int | None = None,
     tokenizer: str | None = None,
+    token_stats: bool = False,
+    epochs: int | None = None,
     profile: Literal['sample', 'openai', 'together', 'torchtune', 'mistral'] | None = None,
 ) -> tuple[Any, Any]:
     """`(passing, failing)`: the rows that pass every check, with the table's own columns, and
@@ -221,7 +227,9 @@ def split(
     - `extra_columns` (default True): columns outside the format may be in the table (off: a table check, reported as its own step)
     - `placeholder_contents` (default False): refuse a message whose whole text is a serialised missing value: NaN, null, None or undefined (any case, spaces around): placeholder_content
     - `max_tokens` (default None): the most tokens a conversation may have, counted with tokenizer= (a larger one gets too_long)
-    - `tokenizer` (default None): what counts max_tokens=: a tiktoken encoding (cl100k_base, o200k_base) or a path to a tokenizer.json
+    - `tokenizer` (default None): what counts max_tokens= and token_stats=: a tiktoken encoding (cl100k_base, o200k_base) or a path to a tokenizer.json
+    - `token_stats` (default False): report the step's tokens, counted with tokenizer=: total, min, median, p95 and max per conversation, assistant tokens, and the tokens a trainer bills (a summary of the step, no row's verdict changes)
+    - `epochs` (default None): with token_stats=: the epochs billed (default: as OpenAI picks them for the number of conversations)
     - `profile` (default None): a trainer's rules as defaults: sample, openai, together, torchtune, mistral
     """
     return gate.split(

@@ -8,6 +8,7 @@ job stops on it.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,7 @@ from .names import REASON, reserved_clash
 from .rules import ChatCheck, RowCheck
 from .rules.datasets.dataset_types import CHAT_FIELDS
 from .rules.datasets.table_checks import TableCheck
+from .rules.trainers.token_stats import PARTIAL, TokenStats, token_partial
 from .thresholds import Thresholds
 
 
@@ -49,6 +51,7 @@ def preflight(
     for column in check.columns:
         if column not in columns:
             raise ConfigError(f"column {column!r} isn't in {table}; its columns are {columns}")
+    refuse_uncounted_token_stats(check)
 
 
 def unread_type(check: RowCheck, types: pa.Schema) -> str | None:
@@ -109,7 +112,34 @@ def judge_step(
 ) -> Outcome:
     """Judge `check` on `table` with its engine, and the threshold levels the failures reach."""
     judged = engine.judge_check(table, check, dedup=dedup, reason_column=reason_column)
+    stats = step_token_stats(engine, table, check)
+    if stats is not None:
+        judged.extra[TOKEN_STATS] = stats
     return Outcome(judged, thresholds.reached(failed=judged.failed, units=judged.units))
+
+
+TOKEN_STATS = "token_stats"
+"""The key of a step's `TokenStats` in `Judged.extra` (with `token_stats=True`)."""
+
+
+def step_token_stats(engine: Engine, table: Any, check: RowCheck) -> TokenStats | None:
+    """The token statistics of a chat column's step with `token_stats=True` (None otherwise),
+    counted by its engine where the rows are (see `trainers.token_stats`)."""
+    if not isinstance(check, ChatCheck) or not check.fmt.token_stats:
+        return None
+    partial = functools.partial(token_partial, column=check.column, fmt=check.fmt)
+    summed = engine.sum_batches(table, [check.column], partial, PARTIAL)
+    return TokenStats.of(summed, check.fmt)
+
+
+def refuse_uncounted_token_stats(check: RowCheck) -> None:
+    """ConfigError when a step asks for token statistics its check can't give (a dataset type's)."""
+    fmt = getattr(check, "fmt", None)
+    if fmt is not None and fmt.token_stats and not isinstance(check, ChatCheck):
+        raise ConfigError(
+            f"token_stats= counts a chat column's conversations; the step {check.describe()!r} "
+            "checks a dataset type's columns: check its chat column with --column to count its tokens"
+        )
 
 
 def judge_table(check: TableCheck, rows: int, columns: list[str]) -> Judged:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pyarrow as pa
 
 from .names import MESSAGE, REASON, REASONS
+from .pipeline import TOKEN_STATS
 from .rules import locate_row
 from .steps import Step
 from .thresholds import Thresholds
@@ -130,7 +131,13 @@ def _title(v: Validation) -> str:
 def notes(v: Validation) -> list[str]:
     """The steps' notes, then a flag line for each step without thresholds that fails most rows."""
     found = [note for step in v.steps if (note := step.note())]
-    return found + [flag_note(step) for step in v.steps if flagged(step)]
+    found += [flag_note(step) for step in v.steps if flagged(step)]
+    return found + [f"Step {step.i} {line}" for step in v.steps for line in _token_lines(step)]
+
+
+def _token_lines(step: Step) -> list[str]:
+    stats = step.judged.extra.get(TOKEN_STATS) if step.judged is not None else None
+    return stats.lines() if stats is not None else []
 
 
 def render_text(v: Validation, planned: int) -> str:

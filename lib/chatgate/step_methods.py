@@ -102,6 +102,8 @@ class StepMethods:
         placeholder_contents: bool = False,
         max_tokens: int | None = None,
         tokenizer: str | None = None,
+        token_stats: bool = False,
+        epochs: int | None = None,
         profile: Literal['sample', 'openai', 'together', 'torchtune', 'mistral'] | None = None,
     ) -> SelfT:
         """Check that each value of `columns` is a well-formed chat conversation.
@@ -150,7 +152,9 @@ class StepMethods:
         - `extra_columns` (default True): columns outside the format may be in the table (off: a table check, reported as its own step)
         - `placeholder_contents` (default False): refuse a message whose whole text is a serialised missing value: NaN, null, None or undefined (any case, spaces around): placeholder_content
         - `max_tokens` (default None): the most tokens a conversation may have, counted with tokenizer= (a larger one gets too_long)
-        - `tokenizer` (default None): what counts max_tokens=: a tiktoken encoding (cl100k_base, o200k_base) or a path to a tokenizer.json
+        - `tokenizer` (default None): what counts max_tokens= and token_stats=: a tiktoken encoding (cl100k_base, o200k_base) or a path to a tokenizer.json
+        - `token_stats` (default False): report the step's tokens, counted with tokenizer=: total, min, median, p95 and max per conversation, assistant tokens, and the tokens a trainer bills (a summary of the step, no row's verdict changes)
+        - `epochs` (default None): with token_stats=: the epochs billed (default: as OpenAI picks them for the number of conversations)
         - `profile` (default None): a trainer's rules as defaults: sample, openai, together, torchtune, mistral
         """
         self._add_chat_format(
@@ -217,6 +221,8 @@ class StepMethods:
         placeholder_contents: bool = False,
         max_tokens: int | None = None,
         tokenizer: str | None = None,
+        token_stats: bool = False,
+        epochs: int | None = None,
         profile: Literal['sample', 'openai', 'together', 'torchtune', 'mistral'] | None = None,
     ) -> SelfT:
         """Check the rows of a TRL dataset type (detected from the columns when not named).
@@ -263,7 +269,9 @@ class StepMethods:
         - `extra_columns` (default True): columns outside the format may be in the table (off: a table check, reported as its own step)
         - `placeholder_contents` (default False): refuse a message whose whole text is a serialised missing value: NaN, null, None or undefined (any case, spaces around): placeholder_content
         - `max_tokens` (default None): the most tokens a conversation may have, counted with tokenizer= (a larger one gets too_long)
-        - `tokenizer` (default None): what counts max_tokens=: a tiktoken encoding (cl100k_base, o200k_base) or a path to a tokenizer.json
+        - `tokenizer` (default None): what counts max_tokens= and token_stats=: a tiktoken encoding (cl100k_base, o200k_base) or a path to a tokenizer.json
+        - `token_stats` (default False): report the step's tokens, counted with tokenizer=: total, min, median, p95 and max per conversation, assistant tokens, and the tokens a trainer bills (a summary of the step, no row's verdict changes)
+        - `epochs` (default None): with token_stats=: the epochs billed (default: as OpenAI picks them for the number of conversations)
         - `profile` (default None): a trainer's rules as defaults: sample, openai, together, torchtune, mistral
         """
         self._add_dataset_type(

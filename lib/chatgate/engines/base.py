@@ -198,6 +198,14 @@ class Engine(ABC):
     def _judge(self, table: Any, check: RowCheck, columns: tuple[str, ...], dedup: Dedup, reason_column: str) -> Judged:
         """`judge_check` once its arguments are checked: `columns` are the check's, each once."""
 
+    def sum_batches(
+        self, table: Any, inputs: list[str], partial: Callable[[pa.RecordBatch], pa.Table], schema: pa.Schema
+    ) -> pa.Table:
+        """`partial` of each Arrow batch of the `inputs` columns, run where the rows are, summed per
+        value of its first column (every other column of `schema` is a count): a small table on
+        the driver. (Token statistics: the rows per token count.)"""
+        raise NotImplementedError(f"the {self.name} engine doesn't sum over Arrow batches")
+
     @abstractmethod
     def where_reason(self, table: Any, column: str, *, present: bool) -> Any:
         """The rows of `table` whose `column` holds a reason (present=True) or is null."""
@@ -293,6 +301,17 @@ class Engine(ABC):
     @abstractmethod
     def concat(self, tables: list[Any]) -> Any:
         """The rows of `tables` (same columns) one after the other."""
+
+
+def summed_by_key(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
+    """`tables` (of `schema`) summed per value of the first column, sorted by it."""
+    key, counts = schema.names[0], schema.names[1:]
+    if not tables:
+        return schema.empty_table()
+    merged = pa.concat_tables([t.cast(schema) for t in tables])
+    summed = merged.group_by(key).aggregate([(c, "sum") for c in counts])
+    ordered = summed.select([key, *(f"{c}_sum" for c in counts)]).rename_columns(schema.names)
+    return ordered.cast(schema).sort_by(key)
 
 
 @dataclass(frozen=True)

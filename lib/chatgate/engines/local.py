@@ -16,10 +16,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..errors import ChatgateError
 from ..names import ROW_NUMBER
 from ..rules import RowCheck
 from ..rules.base.values import is_missing
-from .base import LOCAL_AUTO, Dedup, Engine, Judged, ordered_reasons, require_column
+from .base import LOCAL_AUTO, Dedup, Engine, Judged, ordered_reasons, require_column, summed_by_key
 
 ROW_NUMBER_COLUMN = ROW_NUMBER
 
@@ -70,6 +71,16 @@ class LocalEngine(Engine):
 
     def where_reason(self, table: Any, column: str, *, present: bool) -> Any:
         return _filter(table, _mask(table, column, failing=present))
+
+    def sum_batches(
+        self, table: Any, inputs: list[str], partial: Callable[[pa.RecordBatch], pa.Table], schema: pa.Schema
+    ) -> pa.Table:
+        arrays = [column_as_arrow(table, c, exact=True) for c in inputs]
+        if any(isinstance(a, list) for a in arrays):
+            raise ChatgateError(f"the columns {inputs} hold values Arrow can't carry: no token statistics of them")
+        chunks = [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in arrays]
+        batch = pa.RecordBatch.from_arrays(chunks, names=inputs)
+        return summed_by_key([partial(batch)], schema)
 
     def extract(self, judged: Judged) -> Any:
         return self.with_row_numbers_where(judged.annotated, _mask(judged.annotated, judged.reason_column, failing=True))

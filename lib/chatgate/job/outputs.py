@@ -22,6 +22,8 @@ from ..names import (
     STEP,
     STEP_REASON_PREFIX,
 )
+from ..pipeline import TOKEN_STATS
+from ..rules.trainers.token_stats import SUMMARY_FIELDS, TokenStats
 
 __all__ = ["CHECKED_AT", "COLUMN", "REASON", "RUN_ID", "STEP", "STEP_REASON_PREFIX"]
 
@@ -40,6 +42,15 @@ def output_columns(output: str, source_columns: list[str]) -> list[str]:
 SUMMARY_RUN_ID = "run_id"
 """The summary's run id column: a run is complete once its summary rows exist."""
 
+
+TOKENS_PREFIX = "tokens_"
+"""The summary's token statistics columns (`token_stats=True`): `tokens_<figure>`, null without."""
+TOKENS_HISTOGRAM = "tokens_histogram"
+TOKEN_BIN = pa.struct([("min_tokens", pa.int64()), ("max_tokens", pa.int64()), ("conversations", pa.int64())])
+"""One bin of `tokens_histogram`: the conversations of `min_tokens` to `max_tokens` tokens (inclusive)."""
+
+TOKEN_COLUMNS = (*(f"{TOKENS_PREFIX}{name}" for name in SUMMARY_FIELDS), TOKENS_HISTOGRAM)
+"""The token statistics columns, added after the others: a summary table written before may lack them."""
 
 SUMMARY_SCHEMA = pa.schema(
     [
@@ -67,8 +78,19 @@ SUMMARY_SCHEMA = pa.schema(
         ("fixes", pa.map_(pa.string(), pa.int64())),
         ("levels", pa.list_(pa.string())),
         ("parameters", pa.string()),
+        *[(name, pa.int64()) for name in TOKEN_COLUMNS[:-1]],
+        (TOKENS_HISTOGRAM, pa.list_(TOKEN_BIN)),
     ]
 )
+
+
+def token_columns(stats: TokenStats | None) -> dict[str, Any]:
+    """A summary row's token statistics columns: null without `token_stats=True`."""
+    if stats is None:
+        return {}
+    figures = {f"{TOKENS_PREFIX}{name}": value for name, value in stats.as_dict().items()}
+    bins = [dict(zip(TOKEN_BIN.names, b)) for b in stats.bins()]
+    return {**figures, TOKENS_HISTOGRAM: bins}
 
 
 @dataclass(frozen=True)
@@ -137,6 +159,7 @@ def summary_table(
             "fixes": None if r.fixes is None else sorted(r.fixes.items()),
             "levels": r.levels,
             "parameters": json.dumps(r.parameters, sort_keys=True),
+            **token_columns(r.judged.extra.get(TOKEN_STATS)),
         }
         for r in results
     ]

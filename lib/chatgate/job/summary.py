@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..pipeline import TOKEN_STATS
 from .runner import EXIT_CRITICAL, EXIT_ERROR, RunResult
 
 TOP_REASONS = 3
@@ -25,6 +26,9 @@ def format_summary(result: RunResult) -> str:
     lines += _steps_table(result)
     for s in result.steps:
         lines += [f"step {s.step}: {detail}" for detail in s.parameters.get("problems", {}).values()]
+        stats = s.judged.extra.get(TOKEN_STATS)
+        if stats is not None:
+            lines += [f"step {s.step}: {line}" for line in stats.lines()]
     lines.append("")
     lines += _outputs(result)
     status = result.exit_status

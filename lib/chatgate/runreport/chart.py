@@ -15,7 +15,7 @@ import re
 import zlib
 
 from ..rules import ALL_REASONS, reason_rank
-from .model import HistoryPoint
+from .model import HistoryPoint, StepTokens
 from .window import clip
 
 RUN_LABEL_CHARS = 18
@@ -104,6 +104,33 @@ def history_svg(history: list[HistoryPoint], chosen: str) -> str:
         )
     out = io.StringIO()
     # A fixed hash salt and no date: the same history draws the same SVG.
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "chatgate"}):
+        fig.savefig(out, format="svg", metadata={"Date": None})
+    return _inline(out.getvalue())
+
+
+def tokens_svg(tokens: StepTokens) -> str:
+    """The conversations per token count, in the summary's bins, with `max_tokens=` drawn as a
+    red line (the bars past it are the conversations the trainer would truncate)."""
+    import matplotlib
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    fig = Figure(figsize=(8.0, 2.8), layout="constrained")
+    ax = fig.subplots()
+    limit = tokens.figures.get("limit")
+    for low, high, count in tokens.bins:
+        over = limit is not None and high > limit
+        ax.bar(low, count, width=high - low + 1, align="edge", color="#d62728" if over else "#1f77b4", alpha=0.85)
+    if limit is not None:
+        ax.axvline(limit + 0.5, color="#d62728", linewidth=1.5)
+        ax.annotate(f"max_tokens={limit:,}", (limit + 0.5, 1.0), xycoords=("data", "axes fraction"),
+                    xytext=(4, -12), textcoords="offset points", color="#d62728", fontsize=8)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("tokens per conversation")
+    ax.set_ylabel("conversations")
+    ax.spines[["top", "right"]].set_visible(False)
+    out = io.StringIO()
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "chatgate"}):
         fig.savefig(out, format="svg", metadata={"Date": None})
     return _inline(out.getvalue())

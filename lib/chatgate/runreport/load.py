@@ -11,9 +11,9 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from ..job.outputs import SUMMARY_RUN_ID, SUMMARY_SCHEMA
+from ..job.outputs import SUMMARY_RUN_ID, SUMMARY_SCHEMA, TOKEN_COLUMNS, TOKENS_HISTOGRAM, TOKENS_PREFIX
 from .examples import find_examples
-from .model import HistoryPoint, RunInfo, RunReport, StepSummary
+from .model import HistoryPoint, RunInfo, RunReport, StepSummary, StepTokens
 from .tables import ReportError, open_delta, require_columns
 
 DEFAULT_RUNS = 20
@@ -67,9 +67,11 @@ def load_report(
 
 def _summary_rows(path: str) -> list[dict[str, Any]]:
     source = open_delta(path, "summary")
-    require_columns(source.schema.names, tuple(SUMMARY_SCHEMA.names), f"the table at {path!r}", "summary")
+    required = tuple(name for name in SUMMARY_SCHEMA.names if name not in TOKEN_COLUMNS)
+    require_columns(source.schema.names, required, f"the table at {path!r}", "summary")
+    columns = [*required, *(name for name in TOKEN_COLUMNS if name in source.schema.names)]
     # One row per run and step: small enough to read whole, even after years of runs.
-    return list(source.to_table(columns=list(SUMMARY_SCHEMA.names)).to_pylist())
+    return list(source.to_table(columns=columns).to_pylist())
 
 
 def _runs(rows: list[dict[str, Any]], path: str) -> dict[str, list[dict[str, Any]]]:
@@ -122,7 +124,17 @@ def _step(row: dict[str, Any]) -> StepSummary:
         reasons=_reasons(row["reasons"]),
         levels=list(row["levels"] or []),
         parameters=_parameters(row["parameters"]),
+        tokens=_tokens(row),
     )
+
+
+def _tokens(row: dict[str, Any]) -> StepTokens | None:
+    """The step's token statistics, when it counted them (`token_stats=True`)."""
+    figures = {name[len(TOKENS_PREFIX):]: row.get(name) for name in TOKEN_COLUMNS if name != TOKENS_HISTOGRAM}
+    if figures.get("conversations") is None:
+        return None
+    bins = [(b["min_tokens"], b["max_tokens"], b["conversations"]) for b in row.get(TOKENS_HISTOGRAM) or []]
+    return StepTokens(figures=figures, bins=bins)
 
 
 def _reasons(value: Any) -> dict[str, int]:

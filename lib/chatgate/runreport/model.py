@@ -32,6 +32,15 @@ class RunInfo:
 
 
 @dataclass(frozen=True)
+class StepTokens:
+    """A step's token statistics as its summary row holds them: the `tokens_<figure>` columns by
+    figure (`trainers.token_stats.SUMMARY_FIELDS`) and the histogram's bins (min, max, conversations)."""
+
+    figures: dict[str, int | None]
+    bins: list[tuple[int, int, int]]
+
+
+@dataclass(frozen=True)
 class StepSummary:
     """One summary row: what a step of the run found."""
 
@@ -47,6 +56,8 @@ class StepSummary:
     reasons: dict[str, int]
     levels: list[str]
     parameters: dict[str, Any]
+    tokens: StepTokens | None = None
+    """With `token_stats=True`: the step's token statistics."""
 
     @property
     def flagged(self) -> bool:

@@ -15,7 +15,7 @@ import pyarrow as pa
 from .._version import __version__
 from ..report import FLAG_MARK, FLAG_WORDS
 from ..steps import failure_sentence
-from .chart import history_svg
+from .chart import history_svg, tokens_svg
 from .look import MONO, make_gt
 from .model import LEVELS, ReasonExamples, RunReport, StepSummary
 from .tabular import StepRow, steps_table
@@ -57,6 +57,7 @@ def render_page(report: RunReport) -> str:
         f'<section id="steps">{steps_gt(report).as_raw_html()}</section>',
         f'<section id="history"><h2>Failed rows per reason, {_runs(len(report.history))} up to this one</h2>'
         f"{history_svg(report.history, run.run_id)}</section>",
+        *_tokens_sections(report),
         f'<section id="examples">{_examples_section(report)}</section>',
     ]
     return (
@@ -124,6 +125,31 @@ def _values(parameters: dict[str, Any]) -> str:
         (k, parameters[k]) for k in SHOWN_PARAMETERS if parameters.get(k) not in (None, False, "", "auto")
     ]
     return ", ".join(k if v is True else f"{k}: {v}" for k, v in shown) or "—"
+
+
+def _tokens_sections(report: RunReport) -> list[str]:
+    """A histogram per step that counted its tokens (`token_stats=True`), its figures above it."""
+    sections = []
+    for s in report.steps:
+        if s.tokens is None:
+            continue
+        f = s.tokens.figures
+        figures = (
+            f"{_n(f['total'])} tokens in {_n(f['conversations'])} conversations: min {_n(f['min'])}, "
+            f"median {_n(f['median'])}, p95 {_n(f['p95'])}, max {_n(f['max'])}; assistant {_n(f['assistant'])}. "
+            f"Billed: {_n(f['billed'])} over {_n(f['epochs'])} epochs"
+            + ("" if f.get("limit") is None else f"; {_n(f['over_limit'])} over max_tokens={_n(f['limit'])}")
+            + "."
+        )
+        sections.append(
+            f'<section class="tokens" id="tokens-step-{s.step}"><h2>Tokens per conversation, step {s.step} '
+            f"({escape(s.column)})</h2><p class=\"meta\">{escape(figures)}</p>{tokens_svg(s.tokens)}</section>"
+        )
+    return sections
+
+
+def _n(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
 
 
 def _examples_section(report: RunReport) -> str:

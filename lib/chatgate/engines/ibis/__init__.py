@@ -68,6 +68,7 @@ spills to disk when it must.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -75,9 +76,11 @@ from typing import Any
 import ibis
 import pyarrow as pa
 
+from ...progress import Progress, label_or, mode
 from ...rules import RowCheck
-from ..base import EMBEDDED_AUTO, Dedup, Engine, Judged, ordered_reasons, require_column
+from ..base import EMBEDDED_AUTO, Dedup, Engine, Judged, ordered_reasons, require_column, summed_by_key
 from ..parquet_files import ROW_ID, read_despite_bad_text
+from .connection import record_batches
 from .join import _annotate, _failing_table
 from .plan import NATIVE_BACKENDS as NATIVE_BACKENDS
 from .plan import NULL_PART as NULL_PART
@@ -202,6 +205,24 @@ class IbisEngine(Engine):
     def where_reason(self, table: ibis.Table, column: str, *, present: bool) -> ibis.Table:
         reason = table[column]
         return table.filter(reason.notnull() if present else reason.isnull())
+
+    def sum_batches(
+        self,
+        table: ibis.Table,
+        inputs: list[str],
+        partial: Callable[[pa.RecordBatch], pa.Table],
+        schema: pa.Schema,
+    ) -> pa.Table:
+        # One stream, summed as it goes: the driver holds one batch and the sums.
+        rows = self.row_count(table)
+        sums: list[pa.Table] = []
+        show = mode(self.progress) if rows > PROGRESS_MIN_BATCHES * self.chunk_size else "off"
+        reader = record_batches(table.select(*inputs), chunk_size=self.chunk_size)
+        with Progress(label_or("counting tokens"), rows, unit="rows", verb="counted", show=show) as shown, contextlib.closing(reader):
+            for batch in reader:
+                sums = [summed_by_key([*sums, partial(batch)], schema)]
+                shown.update(batch.num_rows)
+        return summed_by_key(sums, schema)
 
     # -- judging -------------------------------------------------------------------------
 

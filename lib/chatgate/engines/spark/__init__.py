@@ -83,7 +83,7 @@ from pyspark.sql.types import StructField, StructType
 from ...errors import ChatgateError, error_chain, no_space_left
 from ...progress import label_or
 from ...rules import RowCheck
-from ..base import Dedup, Judged, ordered_reasons
+from ..base import Dedup, Judged, ordered_reasons, summed_by_key
 from ..lakehouse import LakehouseEngine
 from .check import (
     _BATCH_CONF,
@@ -327,6 +327,23 @@ class SparkEngine(LakehouseEngine):
         counts = {row["item"]: row["count"] for row in rows.select(F.explode(items).alias("item")).groupBy("item").count().collect()}
         return counts.pop(None, 0), counts
 
+    def sum_batches(
+        self,
+        table: DataFrame,
+        inputs: list[str],
+        partial: Callable[[pa.RecordBatch], pa.Table],
+        schema: pa.Schema,
+    ) -> pa.Table:
+        key, counts = schema.names[0], schema.names[1:]
+        fields = StructType([StructField(f.name, from_arrow_type(f.type)) for f in schema])
+        run = functools.partial(_partial_batches, inputs=inputs, partial=partial)
+        given = table.select(*[column_ref(c).alias(f"_{i}") for i, c in enumerate(inputs)])
+        summed = given.mapInArrow(run, fields).groupBy(key).agg(*[F.sum(c).alias(c) for c in counts])
+        with spark_progress(table.sparkSession, label_or("counting tokens")):
+            rows = summed.collect()
+        found = [pa.Table.from_pylist([row.asDict() for row in rows], schema=schema)] if rows else []
+        return summed_by_key(found, schema)
+
     def with_arrow_columns(
         self,
         table: DataFrame,
@@ -456,6 +473,13 @@ def _arrow_udf_batch(
     named = pa.RecordBatch.from_arrays(given.flatten(), names=inputs)
     arrays = [array.cast(f.type) for array, f in zip(compute(named), added)]
     return pa.StructArray.from_arrays(arrays, fields=list(added))
+
+
+def _partial_batches(
+    batches: Iterator[pa.RecordBatch], *, inputs: list[str], partial: Callable[[pa.RecordBatch], pa.Table]
+) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        yield from partial(pa.RecordBatch.from_arrays(batch.columns, names=inputs)).to_batches()
 
 
 def _add_arrow_columns(

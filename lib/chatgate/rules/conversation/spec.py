@@ -220,8 +220,16 @@ class ChatFormat:
     )
     tokenizer: str | None = _option(
         None,
-        "what counts max_tokens=: a tiktoken encoding (cl100k_base, o200k_base) or a path to a tokenizer.json",
+        "what counts max_tokens= and token_stats=: a tiktoken encoding (cl100k_base, o200k_base) or a path to a tokenizer.json",
         "NAME",
+    )
+    token_stats: bool = _option(
+        False,
+        "report the step's tokens, counted with tokenizer=: total, min, median, p95 and max per conversation, "
+        "assistant tokens, and the tokens a trainer bills (a summary of the step, no row's verdict changes)",
+    )
+    epochs: int | None = _option(
+        None, "with token_stats=: the epochs billed (default: as OpenAI picks them for the number of conversations)", "N"
     )
     profile: str | None = _option(
         None, "a trainer's rules as defaults: sample, openai, together, torchtune, mistral", "NAME", choices=PROFILES
@@ -254,7 +262,7 @@ class ChatFormat:
         for key in (
             "alternate", "allow_empty", "na_pass", "tools", "harmony", "sharegpt", "legacy_functions",
             "image_data_urls", "standard_parts", "single_message_answers", "extra_columns",
-            "placeholder_contents",
+            "placeholder_contents", "token_stats",
         ):
             if not isinstance(getattr(self, key), bool):
                 raise TypeError(f"{key}= must be True or False, not {getattr(self, key)!r}")
@@ -289,11 +297,17 @@ class ChatFormat:
         """`max_tokens=` and `tokenizer=` come together; the tokenizer is loaded here, once per
         process (`base.tokens`), so a missing library or file stops the check before any row."""
         whole_number("max_tokens", self.max_tokens, 1)
+        whole_number("epochs", self.epochs, 1)
         if self.tokenizer is not None and (not isinstance(self.tokenizer, str) or not self.tokenizer):
             raise TypeError(f"tokenizer= must be a tiktoken encoding's name or a tokenizer.json's path, not {self.tokenizer!r}")
-        if (self.max_tokens is None) != (self.tokenizer is None):
-            given, needed = ("max_tokens", "tokenizer") if self.tokenizer is None else ("tokenizer", "max_tokens")
-            raise ValueError(f"{given}= needs {needed}= too (max_tokens=N counts with tokenizer=)")
+        counting = self.max_tokens is not None or self.token_stats
+        if self.tokenizer is None and counting:
+            given = "max_tokens" if self.max_tokens is not None else "token_stats"
+            raise ValueError(f"{given}= needs tokenizer= too (the tokens are counted with tokenizer=)")
+        if self.tokenizer is not None and not counting:
+            raise ValueError("tokenizer= needs max_tokens= or token_stats=True (it counts nothing alone)")
+        if self.epochs is not None and not self.token_stats:
+            raise ValueError("epochs= needs token_stats=True (it sets the epochs billed)")
         if self.tokenizer is not None:
             load_tokenizer(self.tokenizer)
 
