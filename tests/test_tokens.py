@@ -26,7 +26,7 @@ from chatgate.errors import ConfigError
 from chatgate.names import REASON
 from chatgate.rules import first_row_problem, format_from, locate
 from chatgate.rules.base import tokens as base_tokens
-from chatgate.rules.base.tokens import HF, TIKTOKEN, Tokenizer, TokenizerError, load_tokenizer
+from chatgate.rules.base.tokens import HF, MISTRAL, TIKTOKEN, Tokenizer, TokenizerError, load_tokenizer
 from chatgate.rules.trainers import tokens as rule_tokens
 from chatgate.rules.trainers.tokens import conversation_tokens
 
@@ -85,9 +85,37 @@ def _normalising(path):
     return str(path)
 
 
+def _tekken(path):
+    """A Mistral Tekken file (the format mistral-common's `Tekkenizer.from_file` reads): every byte,
+    the merges above, the pattern of Mistral's published tekken.json, version v3 (its special
+    tokens the defaults)."""
+    import base64
+
+    vocab = [bytes([i]) for i in range(256)] + MERGES
+    pattern = (
+        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|"
+        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|"
+        r"\s*[\r\n]+|\s+(?!\S)|\s+"
+    )
+    data = {
+        "config": {
+            "pattern": pattern,
+            "num_vocab_tokens": len(vocab),
+            "default_vocab_size": len(vocab) + 1000,
+            "default_num_special_tokens": 1000,
+            "version": "v3",
+        },
+        "vocab": [{"rank": i, "token_bytes": base64.b64encode(b).decode(), "token_str": None} for i, b in enumerate(vocab)],
+    }
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f)
+    return str(path)
+
+
 _TMP = tempfile.mkdtemp(prefix="chatgate-tokens-")
 _BPE = _byte_level_bpe(f"{_TMP}/bpe.tokenizer.json")
 _NORM = _normalising(f"{_TMP}/norm.tokenizer.json")
+_TEKKEN = _tekken(f"{_TMP}/tekken.json")
 
 
 def cookbook_count(messages, encoding):
@@ -272,6 +300,30 @@ def test_a_prompt_and_completion_row_is_counted_whole():
 # --- Options and errors: one line, before any row -------------------------------------------------
 
 
+def test_a_mistral_file_count_is_the_contents_tokens():
+    pytest.importorskip("mistral_common")
+    from mistral_common.tokens.tokenizers.mistral import MistralTokenizer
+
+    own = MistralTokenizer.from_file(_TEKKEN).instruct_tokenizer.tokenizer
+    tok = load_tokenizer(_TEKKEN)
+    assert tok.kind == MISTRAL
+    expected = sum(len(own.encode(m["content"], bos=False, eos=False)) for m in CHAT)
+    assert conversation_tokens(CHAT, tok) == expected
+    for text in ("", "hello world", "ça va, 世界 🙂", " \n\t  the"):
+        assert tok.count(text) == len(own.encode(text, bos=False, eos=False)) <= tok.bound(text)
+
+
+def test_a_mistral_file_that_isnt_one_is_one_line(tmp_path):
+    pytest.importorskip("mistral_common")
+    bad = tmp_path / "tekken.json"
+    bad.write_text("{}")
+    with pytest.raises(TokenizerError, match="isn't a tokenizer file mistral-common reads") as caught:
+        chatgate.first_problem("[]", max_tokens=10, tokenizer=str(bad))
+    assert "\n" not in str(caught.value)
+    with pytest.raises(TokenizerError, match="no such file.*tekken.json"):
+        chatgate.first_problem("[]", max_tokens=10, tokenizer=str(tmp_path / "missing" / "tekken.json"))
+
+
 def test_max_tokens_and_tokenizer_come_together():
     with pytest.raises(ValueError, match="max_tokens= needs tokenizer="):
         chatgate.first_problem("[]", max_tokens=10)
@@ -293,11 +345,18 @@ def test_a_missing_file_or_encoding_is_one_line(tmp_path):
         chatgate.first_problem("[]", max_tokens=10, tokenizer=str(bad))
 
 
-@pytest.mark.parametrize("library, spec", [("tiktoken", "cl100k_base"), ("tokenizers", "missing-lib.tokenizer.json")])
-def test_a_missing_library_names_what_to_install(library, spec, monkeypatch):
-    monkeypatch.setitem(sys.modules, library, None)
+@pytest.mark.parametrize(
+    "library, module, spec, extra",
+    [
+        ("tiktoken", "tiktoken", "cl100k_base", "tokens"),
+        ("tokenizers", "tokenizers", "missing-lib.tokenizer.json", "tokens"),
+        ("mistral-common", "mistral_common.tokens.tokenizers.mistral", "missing-lib.tekken.json", "mistral"),
+    ],
+)
+def test_a_missing_library_names_what_to_install(library, module, spec, extra, monkeypatch):
+    monkeypatch.setitem(sys.modules, module, None)
     load_tokenizer.cache_clear()
-    with pytest.raises(TokenizerError, match=rf"needs the {library} library: pip install 'chatgate\[tokens\]'"):
+    with pytest.raises(TokenizerError, match=rf"needs the {library} library: pip install 'chatgate\[{extra}\]'"):
         chatgate.first_problem("[]", max_tokens=10, tokenizer=spec)
 
 
@@ -361,7 +420,7 @@ CHATS = [
 LIMITS = [8, 12, 20, 30, 60]
 
 
-@pytest.mark.parametrize("spec", [ENCODING, _BPE], ids=["tiktoken", "tokenizer.json"])
+@pytest.mark.parametrize("spec", [ENCODING, _BPE, _TEKKEN], ids=["tiktoken", "tokenizer.json", "tekken.json"])
 @pytest.mark.parametrize("limit", LIMITS)
 def test_the_plain_reference_agrees(spec, limit):
     options = {"max_tokens": limit, "tokenizer": spec, "tools": True}
@@ -404,6 +463,7 @@ ENGINE_OPTIONS = {
     # there, so Spark counts with a tokenizer.json file (a real encoding loads there from its cache).
     "tiktoken": ({"max_tokens": 20, "tokenizer": ENCODING}, False),
     "tokenizer.json": ({"max_tokens": 12, "tokenizer": _BPE}, True),
+    "tekken.json": ({"max_tokens": 12, "tokenizer": _TEKKEN}, True),
     "openai-profile": ({"profile": "openai", "max_tokens": 20, "tokenizer": ENCODING}, False),
 }
 

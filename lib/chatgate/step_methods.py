@@ -152,7 +152,7 @@ class StepMethods:
         - `extra_columns` (default True): columns outside the format may be in the table (off: a table check, reported as its own step)
         - `placeholder_contents` (default False): refuse a message whose whole text is a serialised missing value: NaN, null, None or undefined (any case, spaces around): placeholder_content
         - `max_tokens` (default None): the most tokens a conversation may have, counted with tokenizer= (a larger one gets too_long)
-        - `tokenizer` (default None): what counts max_tokens= and token_stats=: a tiktoken encoding (cl100k_base, o200k_base) or a path to a tokenizer.json
+        - `tokenizer` (default None): what counts max_tokens= and token_stats=: a tiktoken encoding (cl100k_base, o200k_base), or a path to a tokenizer.json or to a Mistral tekken.json
         - `token_stats` (default False): report the step's tokens, counted with tokenizer=: total, min, median, p95 and max per conversation, assistant tokens, and the tokens a trainer bills (a summary of the step, no row's verdict changes)
         - `epochs` (default None): with token_stats=: the epochs billed (default: as OpenAI picks them for the number of conversations)
         - `profile` (default None): a trainer's rules as defaults: sample, openai, together, torchtune, mistral
@@ -269,7 +269,7 @@ class StepMethods:
         - `extra_columns` (default True): columns outside the format may be in the table (off: a table check, reported as its own step)
         - `placeholder_contents` (default False): refuse a message whose whole text is a serialised missing value: NaN, null, None or undefined (any case, spaces around): placeholder_content
         - `max_tokens` (default None): the most tokens a conversation may have, counted with tokenizer= (a larger one gets too_long)
-        - `tokenizer` (default None): what counts max_tokens= and token_stats=: a tiktoken encoding (cl100k_base, o200k_base) or a path to a tokenizer.json
+        - `tokenizer` (default None): what counts max_tokens= and token_stats=: a tiktoken encoding (cl100k_base, o200k_base), or a path to a tokenizer.json or to a Mistral tekken.json
         - `token_stats` (default False): report the step's tokens, counted with tokenizer=: total, min, median, p95 and max per conversation, assistant tokens, and the tokens a trainer bills (a summary of the step, no row's verdict changes)
         - `epochs` (default None): with token_stats=: the epochs billed (default: as OpenAI picks them for the number of conversations)
         - `profile` (default None): a trainer's rules as defaults: sample, openai, together, torchtune, mistral

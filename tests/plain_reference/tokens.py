@@ -5,7 +5,8 @@
   encoded value of each key, 1 more for a `name`, 3 for the reply's priming. Here the
   encoding is asked through tiktoken directly, every text encoded in full (no bound).
 - A tokenizer.json's count is the tokens of the messages' contents, special tokens not added,
-  read with the `tokenizers` library directly.
+  read with the `tokenizers` library directly; a Mistral tekken.json's the same, read with
+  mistral-common directly.
 
 Texts, as the docs say: a string is itself; a content's list of parts is its text parts' texts;
 null counts nothing; anything else is its compact JSON text, keys sorted, nulls left out.
@@ -21,7 +22,12 @@ _LOADED = {}
 
 def _encoder(spec):
     if spec not in _LOADED:
-        if spec.endswith(".json"):
+        if "tekken" in spec.rsplit("/", 1)[-1] and spec.endswith(".json"):
+            from mistral_common.tokens.tokenizers.mistral import MistralTokenizer
+
+            mistral = MistralTokenizer.from_file(spec).instruct_tokenizer.tokenizer
+            _LOADED[spec] = ("json", lambda text: len(mistral.encode(text, bos=False, eos=False)))
+        elif spec.endswith(".json"):
             from tokenizers import Tokenizer
 
             tok = Tokenizer.from_file(spec)

@@ -120,7 +120,7 @@ def tokens_svg(tokens: StepTokens) -> str:
     ax = fig.subplots()
     limit = tokens.figures.get("limit")
     for low, high, count in tokens.bins:
-        over = limit is not None and high > limit
+        over = limit is not None and low > limit
         ax.bar(low, count, width=high - low + 1, align="edge", color="#d62728" if over else "#1f77b4", alpha=0.85)
     if limit is not None:
         ax.axvline(limit + 0.5, color="#d62728", linewidth=1.5)

@@ -1,6 +1,6 @@
 """Tokenizers for `max_tokens=` (`too_long`): loaded once per process, counted cheaply.
 
-`tokenizer=` names one of two kinds:
+`tokenizer=` names one of three kinds:
 
 - **a tiktoken encoding** (`cl100k_base`, `o200k_base`, ...), loaded with
   `tiktoken.get_encoding`. tiktoken downloads an encoding's file from
@@ -19,6 +19,10 @@
   `tokenizer="tokenizer.json"` (or the driver's full path) finds the shipped copy on
   every executor.
 
+- **a Mistral tokenizer file** (`tekken.json`, `tokenizer.model.v3`), loaded with
+  mistral-common (`MistralTokenizer.from_file`), told apart by its name as mistral-common
+  does; shipped to Spark executors as a `tokenizer.json` is.
+
 A tokenizer is loaded once per process and spec (`load_tokenizer`, cached): the options
 carry only its name, so nothing but that string is pickled into Spark's tasks, and each
 Python worker loads it at its first conversation that needs counting. The options' check
@@ -30,21 +34,29 @@ byte of the text it encodes, so the text's UTF-8 length bounds its tokens. For t
 (byte-level BPE, no normalisation) `tokens(text) <= bytes(text)`. A `tokenizer.json` may
 normalise the text first (NFKC, replacing spaces with `▁`, ...), which can lengthen it, and
 may add one token in front (a prefix space or `▁`): its bound is the bytes of the normalised
-text (the raw text's when it has no normaliser) plus 1. Special tokens are never added
+text (the raw text's when it has no normaliser) plus 1. A Mistral file is byte-level BPE
+(Tekken, tiktoken's) or SentencePiece with byte fallback, whose `▁` stands for one space and
+whose prefix `▁` is one token: the raw text's bytes plus 1. Special tokens are never added
 (`add_special_tokens=False`).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
 TIKTOKEN = "tiktoken"
 HF = "tokenizers"
+MISTRAL = "mistral-common"
+
+_SENTENCEPIECE = re.compile(r"\.model(\.v\d+(m\d+)?)?$")
+"""A Mistral SentencePiece file's name ends so (`tokenizer.model.v3`), as mistral-common recognises it."""
 
 INSTALL = "pip install 'chatgate[tokens]'"
+INSTALL_MISTRAL = "pip install 'chatgate[mistral]'"
 
 
 class TokenizerError(ValueError):
@@ -88,11 +100,16 @@ class Tokenizer:
 
 
 def kind_of(spec: str) -> str:
-    """The kind of tokenizer a `tokenizer=` value names.
+    """The kind of tokenizer a `tokenizer=` value names: Mistral's files by their names, as
+    mistral-common tells them apart (`tekken*.json`, `*.model`, `*.model.v3`), any other
+    `.json` a Hugging Face file, anything else a tiktoken encoding.
 
-    >>> kind_of("cl100k_base"), kind_of("models/tokenizer.json")
-    ('tiktoken', 'tokenizers')
+    >>> kind_of("cl100k_base"), kind_of("models/tokenizer.json"), kind_of("tekken.json"), kind_of("tokenizer.model.v3")
+    ('tiktoken', 'tokenizers', 'mistral-common', 'mistral-common')
     """
+    name = os.path.basename(spec)
+    if ("tekken" in name and name.endswith(".json")) or _SENTENCEPIECE.search(name):
+        return MISTRAL
     return HF if spec.endswith(".json") else TIKTOKEN
 
 
@@ -100,8 +117,11 @@ def kind_of(spec: str) -> str:
 def load_tokenizer(spec: str) -> Tokenizer:
     """The tokenizer `spec` names, loaded once per process (see the module docstring);
     `TokenizerError` (one line) when its library or file is missing."""
-    if kind_of(spec) == HF:
+    kind = kind_of(spec)
+    if kind == HF:
         return _load_hf(spec)
+    if kind == MISTRAL:
+        return _load_mistral(spec)
     return _load_tiktoken(spec)
 
 
@@ -148,6 +168,28 @@ def _load_hf(spec: str) -> Tokenizer:
     normalizer = loaded.normalizer
     normalize = normalizer.normalize_str if normalizer is not None else None
     return Tokenizer(HF, spec, lambda text: len(encode(text, add_special_tokens=False)), normalize)
+
+
+def _load_mistral(spec: str) -> Tokenizer:
+    try:
+        from mistral_common.tokens.tokenizers.mistral import MistralTokenizer
+    except ImportError:
+        raise TokenizerError(f"tokenizer={spec!r} needs the mistral-common library: {INSTALL_MISTRAL}") from None
+    path = _local_path(spec)
+    if path is None:
+        raise TokenizerError(
+            f"tokenizer={spec!r}: no such file here (nor shipped to Spark with --files): "
+            "download the model's tekken.json (or tokenizer.model.v3) and give its path"
+        )
+    try:
+        loaded = MistralTokenizer.from_file(path).instruct_tokenizer.tokenizer
+    except ImportError as error:  # a SentencePiece file without the sentencepiece library
+        raise TokenizerError(f"tokenizer={spec!r} needs {error.name or 'sentencepiece'}: {INSTALL_MISTRAL}") from None
+    except Exception as error:  # noqa: BLE001 - the file isn't one mistral-common reads
+        first = " ".join(str(error).split())[:200]
+        raise TokenizerError(f"tokenizer={spec!r} isn't a tokenizer file mistral-common reads: {first}") from None
+    encode = loaded.encode
+    return Tokenizer(MISTRAL, spec, lambda text: len(encode(text, bos=False, eos=False)))
 
 
 def _local_path(spec: str) -> str | None:

@@ -220,7 +220,8 @@ class ChatFormat:
     )
     tokenizer: str | None = _option(
         None,
-        "what counts max_tokens= and token_stats=: a tiktoken encoding (cl100k_base, o200k_base) or a path to a tokenizer.json",
+        "what counts max_tokens= and token_stats=: a tiktoken encoding (cl100k_base, o200k_base), "
+        "or a path to a tokenizer.json or to a Mistral tekken.json",
         "NAME",
     )
     token_stats: bool = _option(

@@ -8,7 +8,8 @@ How a conversation is counted, per kind of tokenizer (`base.tokens`):
   they will be truncated during fine-tuning"): 3 tokens per message, plus the tokens of each of
   its values (the role, the content, the name, ...), plus 1 for a `name`, plus 3 for the
   priming of the reply.
-- **a tokenizer.json**: a tokenizer alone says nothing of the chat template a trainer wraps the
+- **a tokenizer.json, or a Mistral file** (tekken.json, tokenizer.model.v3): a tokenizer alone
+  says nothing of the chat template a trainer wraps the
   messages in, so the count is the tokens of the messages' contents only, special tokens not
   added: a floor of what any template makes of them. `too_long` is then never a false alarm; set
   `max_tokens=` a little under the model's context to leave the template room.
