@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import json
 import pickle
+import re
 import sys
 import tempfile
 
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import chatgate
@@ -203,6 +204,61 @@ def test_a_normaliser_that_lengthens_text_is_in_the_bound():
     tok = load_tokenizer(_NORM)
     assert tok.count("㍻") == 1 and tok.bound("㍻") >= 1  # NFKC: 平成, after a ▁
     assert tok.count("ﬃ ﬃ") <= tok.bound("ﬃ ﬃ")
+
+
+SCALARS = (
+    TEXTS
+    | st.integers(-(10**20), 10**20)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from([1e15, 1e-7, 123456789012345678.0, 0.5, True, None])
+)
+VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXTS, inner, max_size=3), max_leaves=6)
+MESSAGES = st.lists(st.dictionaries(st.sampled_from(["role", "content", "name", "weight", "tool_calls", "x"]), VALUES, max_size=4), max_size=4)
+
+
+FLOAT_STYLES = (repr, "{:e}".format, "{:E}".format, "{:.3e}".format, "{:.1f}".format)
+"""How a JSON writer may spell a float: Python's way, exponent forms (`1e15`), long fixed forms."""
+
+
+def _json(value, style, ascii_only, spaced):
+    """`value` as JSON text, its floats spelt by `FLOAT_STYLES[style]`."""
+    if isinstance(value, float):
+        return FLOAT_STYLES[style](value)
+    if isinstance(value, list):
+        return "[" + (", " if spaced else ",").join(_json(v, style, ascii_only, spaced) for v in value) + "]"
+    if isinstance(value, dict):
+        pairs = (json.dumps(k, ensure_ascii=ascii_only) + (": " if spaced else ":") + _json(v, style, ascii_only, spaced) for k, v in value.items())
+        return "{" + (", " if spaced else ",").join(pairs) + "}"
+    return json.dumps(value, ensure_ascii=ascii_only)
+
+
+@settings(max_examples=400, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(MESSAGES, st.integers(0, len(FLOAT_STYLES) - 1), st.booleans(), st.booleans())
+@example([{"x": 1e15}], 3, False, False)  # 1.000e+15 is read as 1e15, counted as 1000000000000000.0
+@example([{"content": 1e-7, "name": 12345678901234567890.0}], 4, False, False)
+def test_a_json_texts_bytes_bound_its_count(written, style, ascii_only, spaced):
+    """`short_rows`: a JSON text of B bytes holding no number that may grow counts at most B + 2
+    tokens by the cookbook, at most B by the contents; a row it spares is never too long."""
+    text = _json(written, style, ascii_only, spaced)
+    messages = json.loads(text)  # as the check reads it
+    size = len(text.encode("utf-8", "surrogatepass"))
+    for spec in (ENCODING, _BPE, _TEKKEN):
+        tok = load_tokenizer(spec)
+        count = conversation_tokens(messages, tok)
+        fmt = format_from(max_tokens=max(count - 1, 1), tokenizer=spec)
+        spared = rule_tokens.short_rows(pa.array([text]), fmt)
+        assert spared is not None and not spared[0] or count <= 1, (spec, text, count)
+        if not re.search(r"[0-9][eE]|[0-9]{16}", text):
+            assert count <= size + (2 if tok.kind == TIKTOKEN else 0), (spec, text, count, size)
+
+
+def test_a_number_that_grows_leaves_the_row_to_the_count():
+    grows = json.dumps([{"role": "user", "content": "hi", "weight": 1e15}])
+    plain = json.dumps([{"role": "user", "content": "hi", "weight": 1}])
+    fmt = format_from(max_tokens=200, tokenizer=ENCODING)
+    assert rule_tokens.short_rows(pa.array([grows, plain, None]), fmt).tolist() == [False, True, True]
+    assert rule_tokens.short_rows(pa.array([plain]), format_from(max_tokens=5, tokenizer=ENCODING)).tolist() == [False]
+    assert rule_tokens.short_rows(pa.array([plain]), format_from(max_tokens=5, tokenizer=_NORM)) is None
 
 
 # --- The bound spares the tokenizer ---------------------------------------------------------------

@@ -86,6 +86,12 @@ class Tokenizer:
         """The tokens of `text`, special tokens not added."""
         return self._count(text)
 
+    @property
+    def raw_bound(self) -> bool:
+        """True when a text's tokens are at most its raw UTF-8 bytes (plus 1): no normaliser can
+        lengthen it first (see the module docstring)."""
+        return self.kind != HF or self._normalize is None
+
     def bound(self, text: str) -> int:
         """At least `count(text)`, without encoding it."""
         if self.kind == TIKTOKEN:

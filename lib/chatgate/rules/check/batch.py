@@ -31,6 +31,7 @@ values), see `sizes`.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from enum import Enum
@@ -47,6 +48,7 @@ from ..base.values import is_blank
 from ..conversation.conversation import Conversation
 from ..conversation.rule import Rule
 from ..conversation.spec import ChatFormat
+from ..trainers import tokens
 from ..trainers.profiles import format_from
 from .judge import active_rules, first_code, judge
 from .options import with_options
@@ -107,7 +109,7 @@ def check_array(array: pa.Array | pa.ChunkedArray, fmt: ChatFormat) -> pa.String
     if pa.types.is_string_view(array.type) or pa.types.is_binary_view(array.type):
         array = array.cast(pa.large_binary())
     if any(is_type(array.type) for is_type in _TEXT_TYPES):
-        return pa.array(_check_json(array, fmt), pa.string())
+        return pa.array(_check_counted_json(array, fmt), pa.string())
     limit = fmt.max_value_bytes
     over = array_bytes(array) > limit if limit is not None else None
     if over is None or not over.any():
@@ -181,6 +183,29 @@ def _has_map(dtype: pa.DataType) -> bool:
     if hasattr(dtype, "value_type") and not pa.types.is_dictionary(dtype):
         return _has_map(dtype.value_type)
     return False
+
+
+def _check_counted_json(array: pa.Array, fmt: ChatFormat) -> list[str | None]:
+    """`_check_json`, where the rows whose bytes prove they can't be `too_long` (`tokens.short_rows`)
+    are judged without `max_tokens=`: its verdicts are the same there, and the fast paths apply."""
+    short = tokens.short_rows(array, fmt)
+    if short is None or not short.any():
+        return _check_json(array, fmt)
+    uncounted = _uncounted(fmt)
+    if short.all():
+        return _check_json(array, uncounted)
+    found: list[str | None] = [None] * len(array)
+    for rows, rows_fmt in ((np.flatnonzero(short), uncounted), (np.flatnonzero(~short), fmt)):
+        codes = _check_json(array.take(pa.array(rows, pa.int64())), rows_fmt)
+        for row, code in zip(rows.tolist(), codes):
+            found[row] = code
+    return found
+
+
+@lru_cache(maxsize=32)
+def _uncounted(fmt: ChatFormat) -> ChatFormat:
+    """`fmt` without its token options: what a conversation that can't be too long is judged by."""
+    return dataclasses.replace(fmt, max_tokens=None, tokenizer=None, token_stats=False, epochs=None)
 
 
 def _check_json(array: pa.Array, fmt: ChatFormat) -> list[str | None]:

@@ -31,10 +31,15 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from ..base.tokens import TIKTOKEN, Tokenizer, load_tokenizer
 from ..base.values import is_missing, is_sequence
 from ..conversation.conversation import Conversation
 from ..conversation.rule import whole_value
+from ..conversation.spec import ChatFormat
 
 TOKENS_PER_MESSAGE = 3
 """The cookbook's `tokens_per_message` (tiktoken encodings)."""
@@ -124,6 +129,43 @@ def conversation_tokens(
         if limit is not None and total > limit:
             return total
     return total
+
+
+COOKBOOK_SLACK = 2
+"""A conversation's JSON text of B bytes holds at most B + 2 tokens by the cookbook's count (see
+`short_rows`), and at most B by the contents' count."""
+
+_NUMBER_THAT_GROWS = r"[0-9][eE]|[0-9]{16}"
+"""A number whose compact JSON text may be longer than as written (`1e15` is `1000000000000000.0`)."""
+
+
+def short_rows(array: pa.Array, fmt: ChatFormat) -> np.ndarray | None:
+    """The rows of a JSON text array (string or binary) whose byte length proves they hold at most
+    `max_tokens=` tokens, so that `too_long` can't fire and they need no decoding to say so;
+    None when the tokenizer has no such bound (a tokenizer.json whose normaliser may lengthen text).
+
+    The bound, by the cookbook's count (tiktoken): each string value's tokens are at most its
+    UTF-8 bytes, at most its JSON literal's less its 2 quotes; its key takes at least 3 bytes more
+    (`"":`), which pay for a `name`'s extra token; a message costs 3 tokens and takes at least 2
+    bytes (`{}`) and a comma; the reply's 3 are the array's brackets and 1 more: at most B + 2 in
+    all. A non-string value counts as its compact JSON text, no longer than as written, except a
+    number in exponent form or of 16 digits or more, which Python may write longer: a row holding
+    one (in a text too, to keep the test a byte scan) is left to the count. By the contents' count,
+    each text's bound is its bytes plus 1, its quotes pay for it: at most B.
+    """
+    limit, spec = fmt.max_tokens, fmt.tokenizer
+    if limit is None or spec is None:
+        return None
+    tokenizer = load_tokenizer(spec)
+    if not tokenizer.raw_bound:
+        return None
+    slack = COOKBOOK_SLACK if tokenizer.kind == TIKTOKEN else 0
+    lengths = pc.fill_null(pc.binary_length(array), 0).to_numpy(zero_copy_only=False)
+    fits = lengths + slack <= limit
+    if not fits.any():
+        return fits
+    grows = pc.fill_null(pc.match_substring_regex(array, _NUMBER_THAT_GROWS), False)
+    return np.asarray(fits & ~grows.to_numpy(zero_copy_only=False))
 
 
 @whole_value(
