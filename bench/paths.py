@@ -31,12 +31,13 @@ def _scratch(base: Path, name: str) -> Path:
 
 def job(
     engine: str, source: str, base: Path, *, dedup: str = "auto", backend=None, valid: bool = False,
-    threads: int | None = None, fix: str | None = None,
+    threads: int | None = None, fix: str | None = None, checks: dict | None = None, result: list | None = None,
 ) -> int:
     """The chatgate job end to end: read, check, write the quarantine and the summary.
 
     The baselines write the failing rows only, so by default the job writes no
-    valid table either (a copy of every passing row, when asked for).
+    valid table either (a copy of every passing row, when asked for). `checks` adds options
+    to the check; `result` (a list) receives the run's result.
     """
     out = _scratch(base, f"job-{engine}")
     outputs = {"quarantine": str(out / "q"), "summary": str(out / "s")}
@@ -49,7 +50,7 @@ def job(
             "source": source,
             "engine": engine,
             "columns": ["messages"],
-            "checks": CHECKS,
+            "checks": {**CHECKS, **(checks or {})},
             "dedup": dedup,
             "outputs": outputs,
             "run_id": "bench",
@@ -58,9 +59,11 @@ def job(
         },
         {},
     )
-    result = run(config, backend)
+    done = run(config, backend)
     shutil.rmtree(out, ignore_errors=True)
-    return result.steps[0].judged.failed
+    if result is not None:
+        result.append(done)
+    return done.steps[0].judged.failed
 
 
 def duckdb_native_sql(source: str, base: Path) -> int:

@@ -27,12 +27,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..base.tokens import load_tokenizer
+from ..base.tokens import TIKTOKEN, load_tokenizer
 from ..base.values import NOT_JSON, decode, is_missing
 from ..check.batch import python_values
 from ..conversation.spec import ChatFormat
 from ..formats.messages import messages_in
-from .tokens import conversation_tokens, value_texts
+from .tokens import conversation_texts, value_texts
 
 TOKENS = "tokens"
 ROWS = "rows"
@@ -67,8 +67,9 @@ def default_epochs(conversations: int) -> int:
     return TARGET_EPOCHS
 
 
-def value_counts(value: Any, fmt: ChatFormat) -> tuple[int, int] | None:
-    """A value's (tokens, assistant tokens), counted with `fmt.tokenizer`; None when it holds no messages."""
+def value_texts_of(value: Any, fmt: ChatFormat, cookbook: bool) -> tuple[int, list[str], list[str]] | None:
+    """A value's fixed tokens, the texts its tokens count, and its assistant messages' content texts
+    (see the module docstring); None when it holds no messages."""
     if is_missing(value):
         return None
     value = decode(value)
@@ -77,41 +78,45 @@ def value_counts(value: Any, fmt: ChatFormat) -> tuple[int, int] | None:
     messages = messages_in(value, fmt)
     if messages is None:
         return None
-    assert fmt.tokenizer is not None  # the options refuse token_stats= without it
-    tokenizer = load_tokenizer(fmt.tokenizer)
-    total = conversation_tokens(messages, tokenizer, content_key=fmt.content_key, text_key=fmt.text_key)
+    fixed, texts = conversation_texts(messages, cookbook, fmt.content_key, fmt.text_key)
     aliases = fmt.role_aliases or {}
-    assistant = 0
+    assistant: list[str] = []
     for message in messages:
         if not isinstance(message, Mapping):
             continue
         role = message.get(fmt.role_key)
-        if not isinstance(role, str) or aliases.get(role, role) != "assistant":
-            continue
-        for text in value_texts(message.get(fmt.content_key), fmt.text_key):
-            assistant += tokenizer.count(text)
-    return total, assistant
+        if isinstance(role, str) and aliases.get(role, role) == "assistant":
+            assistant += value_texts(message.get(fmt.content_key), fmt.text_key)
+    return fixed, texts, assistant
 
 
 def token_partial(batch: pa.RecordBatch, column: str, fmt: ChatFormat) -> pa.Table:
     """The rows of `batch` and their assistant tokens, summed per token count (`PARTIAL`).
 
-    Repeated values within the batch are counted once.
+    Each distinct value of the batch is read once, and each distinct text counted once, the
+    batch's texts in one call of the tokenizer (`Tokenizer.count_many`).
     """
+    assert fmt.tokenizer is not None  # the options refuse token_stats= without it
+    tokenizer = load_tokenizer(fmt.tokenizer)
+    cookbook = tokenizer.kind == TIKTOKEN
     array = batch.column(column)
     values = python_values(array.storage if isinstance(array.type, pa.ExtensionType) else array)
-    seen: dict[Any, tuple[int, int] | None] = {}
-    rows: dict[int, list[int]] = {}
+    seen: dict[Any, tuple[int, list[str], list[str]] | None] = {}
+    read = []
     for value in values:
         try:
-            counts = seen[value] if value in seen else seen.setdefault(value, value_counts(value, fmt))
-        except TypeError:  # a native value (a list, a dict): not hashable, counted each time
-            counts = value_counts(value, fmt)
-        if counts is None:
-            continue
-        tally = rows.setdefault(counts[0], [0, 0])
+            found = seen[value] if value in seen else seen.setdefault(value, value_texts_of(value, fmt, cookbook))
+        except TypeError:  # a native value (a list, a dict): not hashable, read each time
+            found = value_texts_of(value, fmt, cookbook)
+        if found is not None:
+            read.append(found)
+    texts = list(dict.fromkeys(t for _, all_texts, _ in read for t in all_texts))
+    counts = dict(zip(texts, tokenizer.count_many(texts)))
+    rows: dict[int, list[int]] = {}
+    for fixed, all_texts, assistant in read:
+        tally = rows.setdefault(fixed + sum(counts[t] for t in all_texts), [0, 0])
         tally[0] += 1
-        tally[1] += counts[1]
+        tally[1] += sum(counts[t] if t in counts else tokenizer.count(t) for t in assistant)
     return pa.table(
         [
             pa.array(list(rows), pa.int64()),

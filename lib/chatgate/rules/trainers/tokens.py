@@ -97,6 +97,20 @@ def _message_texts(message: Any, content_key: str, text_key: str, cookbook: bool
     return overhead, texts
 
 
+def conversation_texts(
+    messages: Sequence[Any], cookbook: bool, content_key: str = "content", text_key: str = "text"
+) -> tuple[int, list[str]]:
+    """The tokens a conversation costs besides its texts (the cookbook's overheads, with
+    `cookbook`), and the texts it counts (see the module docstring)."""
+    fixed = REPLY_PRIMING if cookbook else 0
+    all_texts: list[str] = []
+    for message in messages:
+        overhead, texts = _message_texts(message, content_key, text_key, cookbook)
+        fixed += overhead
+        all_texts.extend(texts)
+    return fixed, all_texts
+
+
 def conversation_tokens(
     messages: Sequence[Any],
     tokenizer: Tokenizer,
@@ -110,13 +124,7 @@ def conversation_tokens(
     With `limit`, a conversation that can't exceed it is not encoded (the count returned is then
     the bound, at most `limit`), and encoding stops as soon as the count passes it.
     """
-    cookbook = tokenizer.kind == TIKTOKEN
-    fixed = REPLY_PRIMING if cookbook else 0
-    all_texts: list[str] = []
-    for message in messages:
-        overhead, texts = _message_texts(message, content_key, text_key, cookbook)
-        fixed += overhead
-        all_texts.extend(texts)
+    fixed, all_texts = conversation_texts(messages, tokenizer.kind == TIKTOKEN, content_key, text_key)
     if limit is not None:
         bound = fixed + sum(map(tokenizer.bound, all_texts))
         if bound <= limit:
