@@ -6,7 +6,8 @@ the limit: the byte bound spares almost every row), and with `token_stats=True` 
 (every conversation is encoded: its rate is the tokenizer's). The tokenizer is a byte-level BPE
 `tokenizer.json` of `VOCAB` tokens trained here on the table's own words (no network: a real
 model's file is as fast to within its vocabulary's size). Results go to
-bench/results/tokens-<rows>.json.
+bench/results/tokens-<rows>.json; copied to docs/performance/tokens.json, `make docs` writes its
+table into the performance page.
 """
 
 from __future__ import annotations
@@ -97,7 +98,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     tokenizer = bench_tokenizer()
     scratch = Path(tempfile.mkdtemp(prefix="chatgate-bench-tokens-"))
-    report = {"rows": args.rows, "max_tokens": MAX_TOKENS, "vocab": VOCAB, "engines": {}}
+    report = {"rows": args.rows, "max_tokens": MAX_TOKENS, "vocab": VOCAB, "date": time.strftime("%Y-%m-%d"),
+              "machine": f"{os.cpu_count()} cores", "engines": {}}
     print(f"== {args.rows:,} rows, 30% duplicates, max_tokens={MAX_TOKENS:,}, a {VOCAB:,}-token BPE")
     report["engines"]["duckdb"] = run_engine("duckdb", args.rows, tokenizer, scratch)
     if not args.no_spark:
@@ -105,7 +107,8 @@ def main(argv=None) -> int:
         from chatgate.engines.spark import SparkEngine
 
         spark = spark_session("chatgate-bench-tokens", master="local[2]",
-                              extra_conf={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "8"})
+                              extra_conf={"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+                                          "spark.sql.shuffle.partitions": "8"})
         spark.sparkContext.setLogLevel("ERROR")
         report["engines"]["spark"] = run_engine("spark", args.rows, tokenizer, scratch, SparkEngine(spark=spark))
     RESULTS.mkdir(exist_ok=True)

@@ -494,3 +494,15 @@ def test_the_performance_page_holds_the_table_its_results_file_gives():
     results = json.loads(DEFAULT_RESULTS.read_text())
     assert section(results) in page, "run `make docs` (python -m bench.perf_table --write docs/performance/index.md)"
     assert page.count("| Spark job, `--dedup auto` (the default) |") == 1, "one table of the jobs' times"
+
+
+def test_the_performance_page_holds_the_token_table_its_results_file_gives():
+    import json
+
+    from bench.perf_table import TOKEN_RESULTS, token_section
+
+    page = (DOCS / "performance" / "index.md").read_text()
+    results = json.loads(TOKEN_RESULTS.read_text())
+    assert token_section(results) in page, "run `make docs` (python -m bench.perf_table --write docs/performance/index.md)"
+    for engine in results["engines"].values():
+        assert f"| {engine['max_tokens_ratio']:.2f}x |" in page
