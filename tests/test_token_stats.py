@@ -325,3 +325,19 @@ def test_the_cli_takes_the_flags(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert "step 1: tokens billed:" in out.stdout and "(2 epochs)" in out.stdout
+
+
+def test_the_airflow_task_returns_the_statistics(tmp_path):
+    from chatgate.airflow import run_chatgate
+
+    source = str(tmp_path / "chats")
+    write_deltalake(source, pa.table({"messages": _values(CHATS)}))
+    out = run_chatgate(
+        source=source, columns=["messages"], quarantine=str(tmp_path / "q"), summary=str(tmp_path / "s"),
+        token_stats=True, tokenizer=_BPE, epochs=4,
+    )
+    json.dumps(out)
+    tokens = out["steps"][0]["tokens"]
+    assert tokens == _stats(_values(CHATS), tokenizer=_BPE, epochs=4).as_dict() and tokens["epochs"] == 4
+    assert run_chatgate(source=source, columns=["messages"], quarantine=str(tmp_path / "q"),
+                        summary=str(tmp_path / "s"))["steps"][0]["tokens"] is None

@@ -23,6 +23,8 @@ from .cli import check_overrides
 from .job.config import load_config
 from .job.runner import EXIT_OK, run
 from .job.summary import format_summary
+from .pipeline import TOKEN_STATS
+from .rules.trainers.token_stats import TokenStats
 
 
 class ChatgateLevelReached(RuntimeError):
@@ -48,10 +50,15 @@ def run_chatgate(config: str | None = None, *, fail_on_error: bool = True, **ove
         "valid": result.valid,
         "steps": [
             {"step": s.step, "column": s.column, "units": s.judged.units, "failed": s.judged.failed,
-             "reasons": s.judged.reasons, "levels": s.levels}
+             "reasons": s.judged.reasons, "levels": s.levels, "tokens": _tokens(s.judged.extra.get(TOKEN_STATS))}
             for s in result.steps
         ],
     }
+
+
+def _tokens(stats: TokenStats | None) -> dict[str, int | None] | None:
+    """A step's token statistics (`token_stats=True`) as the summary's `tokens_*` columns hold them."""
+    return None if stats is None else stats.as_dict()
 
 
 def _failure(summary: str) -> Exception:
