@@ -24,7 +24,7 @@ from chatgate.job.runner import run
 from chatgate.job.summary import format_summary
 from chatgate.pipeline import TOKEN_STATS, step_token_stats
 from chatgate.rules import ChatCheck, format_from
-from chatgate.rules.trainers.token_stats import TokenStats, default_epochs
+from chatgate.rules.check.token_stats import TokenStats, default_epochs
 
 try:
     from job_helpers import job_config, read_delta

@@ -24,7 +24,7 @@ from .job.config import load_config
 from .job.runner import EXIT_OK, run
 from .job.summary import format_summary
 from .pipeline import TOKEN_STATS
-from .rules.trainers.token_stats import TokenStats
+from .rules.check.token_stats import TokenStats
 
 
 class ChatgateLevelReached(RuntimeError):

@@ -19,9 +19,9 @@ from .engines.base import Dedup, Engine, Judged
 from .errors import ConfigError, SourceError
 from .names import REASON, reserved_clash
 from .rules import ChatCheck, RowCheck
+from .rules.check.token_stats import PARTIAL, TokenStats, token_partial
 from .rules.datasets.dataset_types import CHAT_FIELDS
 from .rules.datasets.table_checks import TableCheck
-from .rules.trainers.token_stats import PARTIAL, TokenStats, token_partial
 from .thresholds import Thresholds
 
 
@@ -124,7 +124,7 @@ TOKEN_STATS = "token_stats"
 
 def step_token_stats(engine: Engine, table: Any, check: RowCheck) -> TokenStats | None:
     """The token statistics of a chat column's step with `token_stats=True` (None otherwise),
-    counted by its engine where the rows are (see `trainers.token_stats`)."""
+    counted by its engine where the rows are (see `check.token_stats`)."""
     if not isinstance(check, ChatCheck) or not check.fmt.token_stats:
         return None
     partial = functools.partial(token_partial, column=check.column, fmt=check.fmt)

@@ -23,7 +23,7 @@ from ..names import (
     STEP_REASON_PREFIX,
 )
 from ..pipeline import TOKEN_STATS
-from ..rules.trainers.token_stats import SUMMARY_FIELDS, TokenStats
+from ..rules.check.token_stats import SUMMARY_FIELDS, TokenStats
 
 __all__ = ["CHECKED_AT", "COLUMN", "REASON", "RUN_ID", "STEP", "STEP_REASON_PREFIX"]
 

@@ -34,7 +34,7 @@ class RunInfo:
 @dataclass(frozen=True)
 class StepTokens:
     """A step's token statistics as its summary row holds them: the `tokens_<figure>` columns by
-    figure (`trainers.token_stats.SUMMARY_FIELDS`) and the histogram's bins (min, max, conversations)."""
+    figure (`check.token_stats.SUMMARY_FIELDS`) and the histogram's bins (min, max, conversations)."""
 
     figures: dict[str, int | None]
     bins: list[tuple[int, int, int]]

@@ -29,10 +29,10 @@ import pyarrow.compute as pc
 
 from ..base.tokens import TIKTOKEN, load_tokenizer
 from ..base.values import NOT_JSON, decode, is_missing
-from ..check.batch import python_values
 from ..conversation.spec import ChatFormat
 from ..formats.messages import messages_in
-from .tokens import conversation_texts, value_texts
+from ..trainers.tokens import conversation_texts, value_texts
+from .batch import python_values
 
 TOKENS = "tokens"
 ROWS = "rows"
