@@ -86,7 +86,7 @@ def _expected(chats, limit=None, epochs=None) -> dict:
         "epochs": n_epochs,
         "billed": n_epochs * sum(min(t, limit) if limit else t for t in totals),
         "limit": limit,
-        "over_limit": sum(t > limit for t in totals) if limit else 0,
+        "over_limit": sum(t > limit for t in totals) if limit else None,
     }
 
 
@@ -341,3 +341,31 @@ def test_the_airflow_task_returns_the_statistics(tmp_path):
     assert tokens == _stats(_values(CHATS), tokenizer=_BPE, epochs=4).as_dict() and tokens["epochs"] == 4
     assert run_chatgate(source=source, columns=["messages"], quarantine=str(tmp_path / "q"),
                         summary=str(tmp_path / "s"))["steps"][0]["tokens"] is None
+
+
+def test_a_column_arrow_cannot_hold_is_counted_on_the_local_engine():
+    import pandas as pd
+
+    from chatgate.engines.local import LocalEngine
+
+    mixed = [CHATS[0], CHATS[5]]  # a string content in one row, a list of parts in the other
+    fmt = format_from(token_stats=True, tokenizer=ENCODING)
+    found = step_token_stats(LocalEngine(), pd.DataFrame({"messages": mixed}), ChatCheck("messages", fmt))
+    assert found is not None and found.as_dict() == _expected(mixed) | {"epochs": found.epochs, "billed": found.billed}
+
+
+def test_padding_in_a_tokenizer_json_counts_nothing(tmp_path):
+    from tokenizers import Tokenizer
+
+    padded = Tokenizer.from_file(_BPE)
+    padded.enable_padding(length=64)
+    padded.enable_truncation(max_length=4)
+    path = str(tmp_path / "padded.tokenizer.json")
+    padded.save(path)
+    own = Tokenizer.from_file(_BPE)
+    texts = ["hi", "Hello world, the cat sat on the mat."]
+    expected = [len(own.encode(t, add_special_tokens=False)) for t in texts]
+    from chatgate.rules.base.tokens import load_tokenizer
+
+    tok = load_tokenizer(path)
+    assert tok.count_many(texts) == [tok.count(t) for t in texts] == expected

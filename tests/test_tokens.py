@@ -252,6 +252,21 @@ def test_a_json_texts_bytes_bound_its_count(written, style, ascii_only, spaced):
             assert count <= size + (2 if tok.kind == TIKTOKEN else 0), (spec, text, count, size)
 
 
+def test_a_message_that_isnt_an_object_is_a_bad_message_whatever_its_tokens():
+    value = "[1]"  # 3 bytes, 3 + 3 tokens by the cookbook
+    for limit in (1, 3, 5):
+        assert chatgate.check_batch(pa.array([value]), max_tokens=limit, tokenizer=ENCODING).to_pylist() == ["bad_message"]
+
+
+def test_a_tokenizer_without_a_bound_is_always_encoded():
+    counting = Counting()
+    tok = Tokenizer(MISTRAL, "tokenizer.model.v3", counting, bounded=False)
+    assert not tok.raw_bound and tok.bound("hello") == 5 and counting.calls == 1
+    fmt = format_from(max_tokens=100, tokenizer=_TEKKEN)
+    assert rule_tokens.short_rows(pa.array(["[]"]), fmt) is not None
+    assert load_tokenizer(_TEKKEN).raw_bound
+
+
 def test_a_number_that_grows_leaves_the_row_to_the_count():
     grows = json.dumps([{"role": "user", "content": "hi", "weight": 1e15}])
     plain = json.dumps([{"role": "user", "content": "hi", "weight": 1}])

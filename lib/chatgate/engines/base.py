@@ -199,11 +199,12 @@ class Engine(ABC):
         """`judge_check` once its arguments are checked: `columns` are the check's, each once."""
 
     def sum_batches(
-        self, table: Any, inputs: list[str], partial: Callable[[pa.RecordBatch], pa.Table], schema: pa.Schema
+        self, table: Any, inputs: list[str], partial: Callable[[Mapping[str, Any]], pa.Table], schema: pa.Schema
     ) -> pa.Table:
-        """`partial` of each Arrow batch of the `inputs` columns, run where the rows are, summed per
-        value of its first column (every other column of `schema` is a count): a small table on
-        the driver. (Token statistics: the rows per token count.)"""
+        """`partial` of each batch of the `inputs` columns (column name -> Arrow array, or Python
+        values where Arrow can't hold them), run where the rows are, summed per value of its first
+        column (every other column of `schema` is a count): a small table on the driver. (Token
+        statistics: the rows per token count.)"""
         raise NotImplementedError(f"the {self.name} engine doesn't sum over Arrow batches")
 
     @abstractmethod

@@ -16,7 +16,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import ChatgateError
 from ..names import ROW_NUMBER
 from ..rules import RowCheck
 from ..rules.base.values import is_missing
@@ -73,14 +72,9 @@ class LocalEngine(Engine):
         return _filter(table, _mask(table, column, failing=present))
 
     def sum_batches(
-        self, table: Any, inputs: list[str], partial: Callable[[pa.RecordBatch], pa.Table], schema: pa.Schema
+        self, table: Any, inputs: list[str], partial: Callable[[Mapping[str, Any]], pa.Table], schema: pa.Schema
     ) -> pa.Table:
-        arrays = [column_as_arrow(table, c, exact=True) for c in inputs]
-        if any(isinstance(a, list) for a in arrays):
-            raise ChatgateError(f"the columns {inputs} hold values Arrow can't carry: no token statistics of them")
-        chunks = [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in arrays]
-        batch = pa.RecordBatch.from_arrays(chunks, names=inputs)
-        return summed_by_key([partial(batch)], schema)
+        return summed_by_key([partial({c: column_as_arrow(table, c, exact=True) for c in inputs})], schema)
 
     def extract(self, judged: Judged) -> Any:
         return self.with_row_numbers_where(judged.annotated, _mask(judged.annotated, judged.reason_column, failing=True))

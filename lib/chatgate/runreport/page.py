@@ -135,9 +135,9 @@ def _tokens_sections(report: RunReport) -> list[str]:
             continue
         f = s.tokens.figures
         figures = (
-            f"{_n(f['total'])} tokens in {_n(f['conversations'])} conversations: min {_n(f['min'])}, "
+            f"{_n(f['total'])} tokens in {_plural(f['conversations'], 'conversation')}: min {_n(f['min'])}, "
             f"median {_n(f['median'])}, p95 {_n(f['p95'])}, max {_n(f['max'])}; assistant {_n(f['assistant'])}. "
-            f"Billed: {_n(f['billed'])} over {_n(f['epochs'])} epochs"
+            f"Billed: {_n(f['billed'])} over {_plural(f['epochs'], 'epoch')}"
             + ("" if f.get("limit") is None else f"; {_n(f['over_limit'])} over max_tokens={_n(f['limit'])}")
             + "."
         )
@@ -150,6 +150,10 @@ def _tokens_sections(report: RunReport) -> list[str]:
 
 def _n(value: int | None) -> str:
     return "-" if value is None else f"{value:,}"
+
+
+def _plural(value: int | None, noun: str) -> str:
+    return f"{_n(value)} {noun}" + ("" if value == 1 else "s")
 
 
 def _examples_section(report: RunReport) -> str:

@@ -70,7 +70,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import ibis
@@ -210,7 +210,7 @@ class IbisEngine(Engine):
         self,
         table: ibis.Table,
         inputs: list[str],
-        partial: Callable[[pa.RecordBatch], pa.Table],
+        partial: Callable[[Mapping[str, Any]], pa.Table],
         schema: pa.Schema,
     ) -> pa.Table:
         # One stream, summed as it goes: the driver holds one batch and the sums.
@@ -220,7 +220,7 @@ class IbisEngine(Engine):
         reader = record_batches(table.select(*inputs), chunk_size=self.chunk_size)
         with Progress(label_or("counting tokens"), rows, unit="rows", verb="counted", show=show) as shown, contextlib.closing(reader):
             for batch in reader:
-                sums = [summed_by_key([*sums, partial(batch)], schema)]
+                sums = [summed_by_key([*sums, partial(dict(zip(inputs, batch.columns)))], schema)]
                 shown.update(batch.num_rows)
         return summed_by_key(sums, schema)
 

@@ -69,7 +69,7 @@ import functools
 import logging
 import operator
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
@@ -331,7 +331,7 @@ class SparkEngine(LakehouseEngine):
         self,
         table: DataFrame,
         inputs: list[str],
-        partial: Callable[[pa.RecordBatch], pa.Table],
+        partial: Callable[[Mapping[str, Any]], pa.Table],
         schema: pa.Schema,
     ) -> pa.Table:
         key, counts = schema.names[0], schema.names[1:]
@@ -476,10 +476,10 @@ def _arrow_udf_batch(
 
 
 def _partial_batches(
-    batches: Iterator[pa.RecordBatch], *, inputs: list[str], partial: Callable[[pa.RecordBatch], pa.Table]
+    batches: Iterator[pa.RecordBatch], *, inputs: list[str], partial: Callable[[Mapping[str, Any]], pa.Table]
 ) -> Iterator[pa.RecordBatch]:
     for batch in batches:
-        yield from partial(pa.RecordBatch.from_arrays(batch.columns, names=inputs)).to_batches()
+        yield from partial(dict(zip(inputs, batch.columns))).to_batches()
 
 
 def _add_arrow_columns(

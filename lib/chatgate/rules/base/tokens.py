@@ -34,9 +34,9 @@ byte of the text it encodes, so the text's UTF-8 length bounds its tokens. For t
 (byte-level BPE, no normalisation) `tokens(text) <= bytes(text)`. A `tokenizer.json` may
 normalise the text first (NFKC, replacing spaces with `▁`, ...), which can lengthen it, and
 may add one token in front (a prefix space or `▁`): its bound is the bytes of the normalised
-text (the raw text's when it has no normaliser) plus 1. A Mistral file is byte-level BPE
-(Tekken, tiktoken's) or SentencePiece with byte fallback, whose `▁` stands for one space and
-whose prefix `▁` is one token: the raw text's bytes plus 1. Special tokens are never added
+text (the raw text's when it has no normaliser) plus 1. A Mistral Tekken file is byte-level
+BPE (tiktoken's): the raw text's bytes plus 1. A Mistral SentencePiece file may normalise its
+text (NFKC) before it is encoded: its texts are always encoded. Special tokens are never added
 (`add_special_tokens=False`).
 """
 
@@ -68,7 +68,7 @@ class Tokenizer:
     """One loaded tokenizer: its kind, how many tokens a text is, and the bound on that count
     that needs no encoding (see the module docstring)."""
 
-    __slots__ = ("kind", "spec", "_count", "_normalize", "_count_many")
+    __slots__ = ("kind", "spec", "_count", "_normalize", "_count_many", "_bounded")
 
     def __init__(
         self,
@@ -77,12 +77,15 @@ class Tokenizer:
         count: Callable[[str], int],
         normalize: Callable[[str], str] | None = None,
         count_many: Callable[[list[str]], list[int]] | None = None,
+        *,
+        bounded: bool = True,
     ) -> None:
         self.kind = kind
         self.spec = spec
         self._count = count
         self._normalize = normalize
         self._count_many = count_many
+        self._bounded = bounded
 
     def count(self, text: str) -> int:
         """The tokens of `text`, special tokens not added."""
@@ -98,10 +101,12 @@ class Tokenizer:
     def raw_bound(self) -> bool:
         """True when a text's tokens are at most its raw UTF-8 bytes (plus 1): no normaliser can
         lengthen it first (see the module docstring)."""
-        return self.kind != HF or self._normalize is None
+        return self._bounded and (self.kind != HF or self._normalize is None)
 
     def bound(self, text: str) -> int:
-        """At least `count(text)`, without encoding it."""
+        """At least `count(text)`, without encoding it (a tokenizer without a known bound: its count)."""
+        if not self._bounded:
+            return self._count(text)
         if self.kind == TIKTOKEN:
             return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
         if self._normalize is not None:
@@ -180,6 +185,10 @@ def _load_hf(spec: str) -> Tokenizer:
     except Exception as error:  # noqa: BLE001 - the file isn't a tokenizer.json
         first = " ".join(str(error).split())[:200]
         raise TokenizerError(f"tokenizer={spec!r} isn't a tokenizer.json the tokenizers library reads: {first}") from None
+    # A file may turn on padding (every text of a batch as long as the longest) or truncation
+    # (every text cut to the model's length): a count is of the text alone.
+    loaded.no_padding()
+    loaded.no_truncation()
     encode = loaded.encode
     encode_batch = getattr(loaded, "encode_batch_fast", loaded.encode_batch)  # fast: no offsets (0.20)
     normalizer = loaded.normalizer
@@ -212,7 +221,10 @@ def _load_mistral(spec: str) -> Tokenizer:
         first = " ".join(str(error).split())[:200]
         raise TokenizerError(f"tokenizer={spec!r} isn't a tokenizer file mistral-common reads: {first}") from None
     encode = loaded.encode
-    return Tokenizer(MISTRAL, spec, lambda text: len(encode(text, bos=False, eos=False)))
+    # Tekken is byte-level BPE (at most a token per byte); a SentencePiece model may normalise
+    # its text first (NFKC can lengthen it), so its counts have no bound but themselves.
+    tekken = type(loaded).__name__ == "Tekkenizer"
+    return Tokenizer(MISTRAL, spec, lambda text: len(encode(text, bos=False, eos=False)), bounded=tekken)
 
 
 def _local_path(spec: str) -> str | None:

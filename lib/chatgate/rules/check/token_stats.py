@@ -2,7 +2,8 @@
 what a trainer would bill for them.
 
 Every row whose value holds a list of messages is counted, passing or failing (a `too_long` row
-is what the histogram's tail shows): its tokens as `max_tokens=` counts them (`trainers.tokens`,
+is what the histogram's tail shows; the figures are of the table as it is, before the gate sets
+rows aside; on a run that reads the changes only, `--since`, of those rows): its tokens as `max_tokens=` counts them (`trainers.tokens`,
 never cut short by the limit) and its assistant tokens, the tokens of the assistant messages'
 contents (what a trainer trains on; OpenAI's cookbook `num_assistant_tokens_from_messages`).
 A null, or a value that holds no messages, isn't counted.
@@ -90,8 +91,9 @@ def value_texts_of(value: Any, fmt: ChatFormat, cookbook: bool) -> tuple[int, li
     return fixed, texts, assistant
 
 
-def token_partial(batch: pa.RecordBatch, column: str, fmt: ChatFormat) -> pa.Table:
-    """The rows of `batch` and their assistant tokens, summed per token count (`PARTIAL`).
+def token_partial(columns: Mapping[str, Any], column: str, fmt: ChatFormat) -> pa.Table:
+    """The rows of a batch (column name -> Arrow array, or Python values) and their assistant
+    tokens, summed per token count (`PARTIAL`).
 
     Each distinct value of the batch is read once, and each distinct text counted once, the
     batch's texts in one call of the tokenizer (`Tokenizer.count_many`).
@@ -99,8 +101,7 @@ def token_partial(batch: pa.RecordBatch, column: str, fmt: ChatFormat) -> pa.Tab
     assert fmt.tokenizer is not None  # the options refuse token_stats= without it
     tokenizer = load_tokenizer(fmt.tokenizer)
     cookbook = tokenizer.kind == TIKTOKEN
-    array = batch.column(column)
-    values = python_values(array.storage if isinstance(array.type, pa.ExtensionType) else array)
+    values = _python_values(columns[column])
     seen: dict[Any, tuple[int, list[str], list[str]] | None] = {}
     read = []
     for value in values:
@@ -141,7 +142,7 @@ class TokenStats:
     epochs: int
     billed: int
     limit: int | None
-    over_limit: int
+    over_limit: int | None
     histogram: tuple[tuple[int, int], ...]
     """(tokens, conversations) for each count found, ascending."""
 
@@ -168,7 +169,7 @@ class TokenStats:
             epochs=epochs,
             billed=epochs * (total if capped is None else capped),
             limit=limit,
-            over_limit=sum(n for t, n in zip(tokens, rows) if limit is not None and t > limit),
+            over_limit=None if limit is None else sum(n for t, n in zip(tokens, rows) if t > limit),
             histogram=tuple(zip(tokens, rows)),
         )
 
@@ -180,7 +181,7 @@ class TokenStats:
         """The statistics in two lines, as the job's summary and `Validate`'s notes print them."""
         if not self.conversations:
             return ["tokens: no conversation to count"]
-        over = "" if self.limit is None else f"; {self.over_limit:,} over max_tokens={self.limit:,}"
+        over = "" if self.limit is None else f"; {self.over_limit or 0:,} over max_tokens={self.limit:,}"
         cap = "" if self.limit is None else f", each at most {self.limit:,}"
         return [
             f"tokens: {self.total:,} in {_count(self.conversations, 'conversation')} (min {self.min:,}, "
@@ -209,6 +210,16 @@ SUMMARY_FIELDS = (
     "conversations", "total", "min", "median", "p95", "max", "assistant", "epochs", "billed", "limit", "over_limit"
 )
 """The figures of `TokenStats` a summary row holds, as `tokens_<name>` columns."""
+
+
+def _python_values(array: Any) -> list[Any]:
+    """The values of a column as the rules read them: an Arrow array's (chunks, extension types),
+    or Python values as they are."""
+    if isinstance(array, list):
+        return array
+    if isinstance(array, pa.ChunkedArray):
+        return [v for chunk in array.chunks for v in _python_values(chunk)]
+    return python_values(array.storage if isinstance(array.type, pa.ExtensionType) else array)
 
 
 def _nearest_rank(tokens: list[int], rows: list[int], percent: int) -> int | None:

@@ -300,7 +300,10 @@ class ChatFormat:
         whole_number("max_tokens", self.max_tokens, 1)
         whole_number("epochs", self.epochs, 1)
         if self.tokenizer is not None and (not isinstance(self.tokenizer, str) or not self.tokenizer):
-            raise TypeError(f"tokenizer= must be a tiktoken encoding's name or a tokenizer.json's path, not {self.tokenizer!r}")
+            raise TypeError(
+                "tokenizer= must be a tiktoken encoding's name or the path of a tokenizer.json "
+                f"or a Mistral tokenizer file, not {self.tokenizer!r}"
+            )
         counting = self.max_tokens is not None or self.token_stats
         if self.tokenizer is None and counting:
             given = "max_tokens" if self.max_tokens is not None else "token_stats"

@@ -159,7 +159,9 @@ def short_rows(array: pa.Array, fmt: ChatFormat) -> np.ndarray | None:
     all. A non-string value counts as its compact JSON text, no longer than as written, except a
     number in exponent form or of 16 digits or more, which Python may write longer: a row holding
     one (in a text too, to keep the test a byte scan) is left to the count. By the contents' count,
-    each text's bound is its bytes plus 1, its quotes pay for it: at most B.
+    each text's bound is its bytes plus 1, its quotes pay for it: at most B. A message that isn't a
+    JSON object (`[1]`: 3 bytes, 6 tokens) can break the bound, but such a row's first code is
+    `bad_message`, a core rule before `too_long`, whatever its tokens.
     """
     limit, spec = fmt.max_tokens, fmt.tokenizer
     if limit is None or spec is None:
@@ -183,7 +185,7 @@ def short_rows(array: pa.Array, fmt: ChatFormat) -> np.ndarray | None:
     phrase=("has more tokens than max_tokens=", "have more tokens than max_tokens="),
     raised_by="max_tokens=",
     meaning="the conversation has more tokens than `max_tokens=`, counted with `tokenizer=` "
-    "(a tiktoken encoding: the OpenAI cookbook's count; a tokenizer.json: the contents' tokens)",
+    "(a tiktoken encoding: the OpenAI cookbook's count; a tokenizer.json or a Mistral file: the contents' tokens)",
     reads_contents=True,
 )
 def too_long(c: Conversation) -> bool:
