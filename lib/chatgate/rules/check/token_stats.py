@@ -194,7 +194,7 @@ class TokenStats:
         (first count, last count, conversations), each bin's counts inclusive.
 
         >>> TokenStats.of(pa.table({"tokens": [1, 5, 9], "rows": [2, 1, 1], "assistant_tokens": [0, 0, 0]}),
-        ...               ChatFormat(token_stats=True, tokenizer="cl100k_base")).bins(3)
+        ...               ChatFormat()).bins(3)
         [(0, 3, 2), (4, 7, 1), (8, 11, 1)]
         """
         if self.max is None:
