@@ -25,6 +25,7 @@ from ..parquet_files import ROW_ID, quote_identifier
 from ..workers import CheckPool
 from .connection import record_batches
 from .plan import MAPPED, _Plan, join_value
+from .prefetch import Prefetched
 from .tally import _distinct_failing, _Names, _Tally
 
 COMPACT_FAILING_ROWS = 100_000
@@ -310,9 +311,12 @@ def _distinct_by_row_id(table: ibis.Table, plan: _Plan, names: _Names) -> ibis.T
 
 
 @contextlib.contextmanager
-def _open_reader(expr: ibis.Table, chunk_size: int) -> Iterator[pa.RecordBatchReader]:
+def _open_reader(expr: ibis.Table, chunk_size: int) -> Iterator[Iterable[pa.RecordBatch]]:
+    """The stream's batches, read ahead on a thread (`prefetch`): the engine reads the next
+    batches while this process sends the last ones to the check and counts their codes."""
     reader = record_batches(expr, chunk_size=chunk_size)
     try:
-        yield reader
+        with Prefetched(reader) as batches:
+            yield batches
     finally:
         reader.close()
