@@ -174,12 +174,7 @@ def _load_hf(spec: str) -> Tokenizer:
         from tokenizers import Tokenizer as HFTokenizer
     except ImportError:
         raise TokenizerError(f"tokenizer={spec!r} needs the tokenizers library: {INSTALL}") from None
-    path = _local_path(spec)
-    if path is None:
-        raise TokenizerError(
-            f"tokenizer={spec!r}: no such file here (nor shipped to Spark with --files): "
-            "download the model's tokenizer.json and give its path"
-        )
+    path = _file_of(spec, "the model's tokenizer.json")
     try:
         loaded = HFTokenizer.from_file(path)
     except Exception as error:  # noqa: BLE001 - the file isn't a tokenizer.json
@@ -207,12 +202,7 @@ def _load_mistral(spec: str) -> Tokenizer:
         from mistral_common.tokens.tokenizers.mistral import MistralTokenizer
     except ImportError:
         raise TokenizerError(f"tokenizer={spec!r} needs the mistral-common library: {INSTALL_MISTRAL}") from None
-    path = _local_path(spec)
-    if path is None:
-        raise TokenizerError(
-            f"tokenizer={spec!r}: no such file here (nor shipped to Spark with --files): "
-            "download the model's tekken.json (or tokenizer.model.v3) and give its path"
-        )
+    path = _file_of(spec, "the model's tekken.json (or tokenizer.model.v3)")
     try:
         loaded = MistralTokenizer.from_file(path).instruct_tokenizer.tokenizer
     except ImportError as error:  # a SentencePiece file without the sentencepiece library
@@ -225,6 +215,18 @@ def _load_mistral(spec: str) -> Tokenizer:
     # its text first (NFKC can lengthen it), so its counts have no bound but themselves.
     tekken = type(loaded).__name__ == "Tekkenizer"
     return Tokenizer(MISTRAL, spec, lambda text: len(encode(text, bos=False, eos=False)), bounded=tekken)
+
+
+def _file_of(spec: str, download: str) -> str:
+    """The tokenizer file `spec` names, here or shipped to Spark; a one-line error saying what to
+    download when there is none."""
+    path = _local_path(spec)
+    if path is None:
+        raise TokenizerError(
+            f"tokenizer={spec!r}: no such file here (nor shipped to Spark with --files): "
+            f"download {download} and give its path"
+        )
+    return path
 
 
 def _local_path(spec: str) -> str | None:
