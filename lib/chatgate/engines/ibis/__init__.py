@@ -76,7 +76,6 @@ from typing import Any
 import ibis
 import pyarrow as pa
 
-from ...progress import Progress, label_or, mode
 from ...rules import RowCheck
 from ..base import EMBEDDED_AUTO, Dedup, Engine, Judged, ordered_reasons, require_column, summed_by_key
 from ..parquet_files import ROW_ID, read_despite_bad_text
@@ -89,7 +88,7 @@ from .plan import _tuple_digest as _tuple_digest
 from .plan import _tuple_sha256 as _tuple_sha256
 from .stream import COMPACT_FAILING_ROWS as COMPACT_FAILING_ROWS
 from .stream import PROGRESS_MIN_BATCHES as PROGRESS_MIN_BATCHES
-from .stream import _decide, _stream
+from .stream import _decide, _progress, _stream
 from .tally import _first_rows, _Names
 
 __all__ = [
@@ -215,14 +214,14 @@ class IbisEngine(Engine):
     ) -> pa.Table:
         # One stream, summed as it goes: the driver holds one batch and the sums.
         rows = self.row_count(table)
-        sums: list[pa.Table] = []
-        show = mode(self.progress) if rows > PROGRESS_MIN_BATCHES * self.chunk_size else "off"
+        total = schema.empty_table()
         reader = record_batches(table.select(*inputs), chunk_size=self.chunk_size)
-        with Progress(label_or("counting tokens"), rows, unit="rows", verb="counted", show=show) as shown, contextlib.closing(reader):
+        shown = _progress(rows, "counting tokens", chunk_size=self.chunk_size, progress=self.progress, verb="counted")
+        with shown, contextlib.closing(reader):
             for batch in reader:
-                sums = [summed_by_key([*sums, partial(dict(zip(inputs, batch.columns)))], schema)]
+                total = summed_by_key([total, partial(dict(zip(inputs, batch.columns)))], schema)
                 shown.update(batch.num_rows)
-        return summed_by_key(sums, schema)
+        return total
 
     # -- judging -------------------------------------------------------------------------
 

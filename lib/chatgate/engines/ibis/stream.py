@@ -88,7 +88,7 @@ def _stream(
         _open_reader(stream, chunk_size) as reader,
         _judges(check, workers if rows >= PARALLEL_MIN_ROWS else 1) as judge,
         # Entered last, left first: the bar is gone before the pool logs its workers' memory.
-        _progress(rows, ", ".join(plan.columns), chunk_size=chunk_size, progress=progress) as shown,
+        _progress(rows, f"checking {', '.join(plan.columns)}", chunk_size=chunk_size, progress=progress) as shown,
     ):
         batches = reader if sampler is None else sampler.sample(reader)
         for batch, codes in judge(_prepared(batches, plan, names, tally, dedup_on=dedup_on)):
@@ -218,11 +218,14 @@ def _keep(
         tally.pending = 0
 
 
-def _progress(rows: int, label: str, *, chunk_size: int, progress: bool | None) -> Progress:
-    """The rows checked, shown as `chatgate.progress` says (see `IbisEngine`'s `progress=`); nothing
-    for `PROGRESS_MIN_BATCHES` batches or fewer. The job names the step (`progress.labelled`)."""
+def _progress(
+    rows: int, label: str, *, chunk_size: int, progress: bool | None, verb: str = "checked"
+) -> Progress:
+    """The rows `verb` (checked, counted), shown as `chatgate.progress` says (see `IbisEngine`'s
+    `progress=`) under `label` unless the job names the step (`progress.labelled`); nothing for
+    `PROGRESS_MIN_BATCHES` batches or fewer."""
     show = mode(progress) if rows > PROGRESS_MIN_BATCHES * chunk_size else "off"
-    return Progress(label_or(f"checking {label}"), rows, unit="rows", verb="checked", show=show)
+    return Progress(label_or(label), rows, unit="rows", verb=verb, show=show)
 
 
 def _distinct_estimate(table: ibis.Table, value_of: Callable[[ibis.Table], ibis.Value]) -> tuple[int, int]:
