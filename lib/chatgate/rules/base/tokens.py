@@ -18,7 +18,6 @@
   where the check runs is looked up by its file name with `SparkFiles.get`, so
   `tokenizer="tokenizer.json"` (or the driver's full path) finds the shipped copy on
   every executor.
-
 - **a Mistral tokenizer file** (`tekken.json`, `tokenizer.model.v3`), loaded with
   mistral-common (`MistralTokenizer.from_file`), told apart by its name as mistral-common
   does; shipped to Spark executors as a `tokenizer.json` is.
@@ -108,14 +107,16 @@ class Tokenizer:
         if not self._bounded:
             return self._count(text)
         if self.kind == TIKTOKEN:
-            return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-        if self._normalize is not None:
-            text = self._normalize(text)
-        return 1 + (len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass")))
+            return _utf8_length(text)
+        return 1 + _utf8_length(self._normalize(text) if self._normalize is not None else text)
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickled as its spec, loaded again (once) where it is unpickled.
         return (load_tokenizer, (self.spec,))
+
+
+def _utf8_length(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 def kind_of(spec: str) -> str:
@@ -178,8 +179,7 @@ def _load_hf(spec: str) -> Tokenizer:
     try:
         loaded = HFTokenizer.from_file(path)
     except Exception as error:  # noqa: BLE001 - the file isn't a tokenizer.json
-        first = " ".join(str(error).split())[:200]
-        raise TokenizerError(f"tokenizer={spec!r} isn't a tokenizer.json the tokenizers library reads: {first}") from None
+        raise _unreadable(spec, "a tokenizer.json the tokenizers library reads", error) from None
     # A file may turn on padding (every text of a batch as long as the longest) or truncation
     # (every text cut to the model's length): a count is of the text alone.
     loaded.no_padding()
@@ -208,13 +208,17 @@ def _load_mistral(spec: str) -> Tokenizer:
     except ImportError as error:  # a SentencePiece file without the sentencepiece library
         raise TokenizerError(f"tokenizer={spec!r} needs {error.name or 'sentencepiece'}: {INSTALL_MISTRAL}") from None
     except Exception as error:  # noqa: BLE001 - the file isn't one mistral-common reads
-        first = " ".join(str(error).split())[:200]
-        raise TokenizerError(f"tokenizer={spec!r} isn't a tokenizer file mistral-common reads: {first}") from None
+        raise _unreadable(spec, "a tokenizer file mistral-common reads", error) from None
     encode = loaded.encode
     # Tekken is byte-level BPE (at most a token per byte); a SentencePiece model may normalise
     # its text first (NFKC can lengthen it), so its counts have no bound but themselves.
     tekken = type(loaded).__name__ == "Tekkenizer"
     return Tokenizer(MISTRAL, spec, lambda text: len(encode(text, bos=False, eos=False)), bounded=tekken)
+
+
+def _unreadable(spec: str, what: str, error: BaseException) -> TokenizerError:
+    """The one-line error of a file its library refuses: what it isn't, and the start of why."""
+    return TokenizerError(f"tokenizer={spec!r} isn't {what}: {' '.join(str(error).split())[:200]}")
 
 
 def _file_of(spec: str, download: str) -> str:

@@ -2,16 +2,16 @@
 what a trainer would bill for them.
 
 Every row whose value holds a list of messages is counted, passing or failing (a `too_long` row
-is what the histogram's tail shows; the figures are of the table as it is, before the gate sets
-rows aside; on a run that reads the changes only, `--since`, of those rows): its tokens as `max_tokens=` counts them (`trainers.tokens`,
-never cut short by the limit) and its assistant tokens, the tokens of the assistant messages'
-contents (what a trainer trains on; OpenAI's cookbook `num_assistant_tokens_from_messages`).
-A null, or a value that holds no messages, isn't counted.
+is what the histogram's tail shows): the table as it is, before the gate sets rows aside (on a
+`--since` run, the rows it read). A row counts its tokens as `max_tokens=` counts them
+(`trainers.tokens`, never cut short by the limit) and its assistant tokens, the tokens of the
+assistant messages' contents (what a trainer trains on; OpenAI's cookbook
+`num_assistant_tokens_from_messages`). A null, or a value that holds no messages, isn't counted.
 
-The engines run `token_partial` on each Arrow batch where the rows are and sum its rows by token
-count (`Engine.sum_batches`); `TokenStats.of` reads the summed table. Every figure comes from that exact histogram, so it
-is the same on every engine: percentiles by nearest rank (the smallest count at least that share
-of the rows reach), the median is the 50th.
+The engines run `token_partial` on each batch where the rows are and sum its rows by token count
+(`Engine.sum_batches`); `TokenStats.of` reads the summed table. Every figure comes from that exact
+histogram, so it is the same on every engine: percentiles by nearest rank (the smallest count at
+least that share of the rows reach), the median is the 50th.
 
 Billing follows OpenAI's cookbook (openai/openai-cookbook,
 `examples/Chat_finetuning_data_prep.ipynb`): each conversation is billed its tokens, at most
