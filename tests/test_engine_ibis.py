@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from chatgate.engines import ibis as ibis_engine
 from chatgate.engines.base import Judged
+from chatgate.engines.digests import tuple_sha256
 from chatgate.engines.ibis import IbisEngine
 from chatgate.engines.ibis import plan as ibis_plan
 from chatgate.engines.ibis import stream as ibis_stream
@@ -827,7 +828,7 @@ def test_tuple_digests_agree_between_python_and_the_backend():
         .to_pylist()
     )
     arrays = [pa.array([row[c] for row in rows], types[c]) for c in types]
-    in_python = ibis_engine._tuple_sha256(arrays, kinds).to_pylist()
+    in_python = tuple_sha256(arrays, kinds).to_pylist()
     assert on_backend == in_python and len(set(in_python)) == len(rows)
 
 

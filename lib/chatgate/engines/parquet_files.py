@@ -109,27 +109,99 @@ def parquet_view(
     scan = f"read_parquet([{', '.join(_literal(f) for f in files)}], union_by_name = true)"
     found = {row[0]: str(row[1]) for row in con.con.sql(f"DESCRIBE SELECT * FROM {scan}").fetchall()}
     if schema is None:
-        columns = [quote_identifier(name) for name in found]
+        values = [(name, kind, quote_identifier(name)) for name, kind in found.items()]
     else:
         missing = [f.name for f in schema if f.name not in found]
         if missing:
             log.info("reading %s through a PyArrow dataset: its column %r is in none of its files", label, missing[0])
             return None
-        columns = [_column(f, found[f.name]) for f in schema]
+        values = [(f.name, found[f.name], _value(f, found[f.name])) for f in schema]
+    columns = [f"{value} AS {quote_identifier(name)}" for name, _, value in values]
     if row_ids:
         columns.append(f"(file_index::BIGINT << {ROWS_PER_FILE_BITS}) + file_row_number AS {quote_identifier(ROW_ID)}")
     name = f"chatgate_parquet_{uuid.uuid4().hex[:12]}"
     con.con.execute(f"CREATE TEMP VIEW {quote_identifier(name)} AS SELECT {', '.join(columns)} FROM {scan}")
-    _VIEWS.setdefault(con, {})[name] = _View(files, schema, row_ids)
+    _VIEWS.setdefault(con, {})[name] = _View(files, schema, row_ids, tuple(values))
     return con.table(name)
 
 
-def _column(field: pa.Field, found_type: str) -> str:
-    """The select item of one column: as stored, or a naive timestamp read as UTC."""
+def _value(field: pa.Field, found_type: str) -> str:
+    """The value of one column: as stored, or a naive timestamp read as UTC."""
     name = quote_identifier(field.name)
     if pat.is_timestamp(field.type) and field.type.tz is not None and "TIME ZONE" not in found_type.upper():
-        return f"timezone('UTC', {name}) AS {name}"
+        return f"timezone('UTC', {name})"
     return name
+
+
+@dataclass(frozen=True)
+class ViewPart:
+    """A view of `parquet_view` over some of its files, made again under its name in another
+    DuckDB connection (a check worker's): the same columns, types and row ids, fewer rows."""
+
+    name: str
+    files: tuple[str, ...]
+    indices: tuple[int, ...]  # each file's place in the whole view's list, for its row ids
+    values: tuple[tuple[str, str, str], ...]  # each column's name, DuckDB type in the whole view, and value
+    row_ids: bool
+
+    def create(self, con: Any) -> None:
+        """Create the view on the DuckDB connection `con`; a column missing from these files is null."""
+        scan = f"read_parquet([{', '.join(_literal(f) for f in self.files)}], union_by_name = true)"
+        found = {row[0]: str(row[1]) for row in con.sql(f"DESCRIBE SELECT * FROM {scan}").fetchall()}
+        columns = [
+            f"{_as_type(value if name in found else 'NULL', found.get(name), kind)} AS {quote_identifier(name)}"
+            for name, kind, value in self.values
+        ]
+        if self.row_ids:
+            index = f"list_extract([{', '.join(map(str, self.indices))}]::BIGINT[], file_index::BIGINT + 1)"
+            columns.append(f"({index} << {ROWS_PER_FILE_BITS}) + file_row_number AS {quote_identifier(ROW_ID)}")
+        con.execute(f"CREATE TEMP VIEW {quote_identifier(self.name)} AS SELECT {', '.join(columns)} FROM {scan}")
+
+
+def _as_type(value: str, found: str | None, kind: str) -> str:
+    """`value` as the whole view's type `kind` (files of one view may store a column differently)."""
+    return value if found == kind else f"CAST({value} AS {kind})"
+
+
+def view_parts(con: Any, name: str, parts: int) -> list[ViewPart] | None:
+    """The view `name` of `con` as up to `parts` views over disjoint sets of its files of about
+    the same size, or None: not a view of `parquet_view`, read unchecked, fewer than two local
+    files, or files a worker can't be trusted to list as DuckDB does (globs, with row ids)."""
+    view = _VIEWS.get(con, {}).get(name)
+    if view is None or view.unchecked or parts < 2:
+        return None
+    files = _expanded(view.files)
+    sizes = _local_sizes(files)
+    if sizes is None or len(files) < 2:
+        return None
+    if view.row_ids and any(glob.has_magic(f.removeprefix("file://")) for f in view.files):
+        return None
+    return [
+        ViewPart(name, tuple(files[i] for i in group), group, view.values, view.row_ids)
+        for group in _balanced(sizes, min(parts, len(files)))
+    ]
+
+
+def _local_sizes(files: list[str]) -> list[int] | None:
+    """The size of each file, or None when one isn't a local file (a worker may lack the credentials)."""
+    paths = [f.removeprefix("file://") for f in files]
+    if any("://" in path for path in paths):
+        return None
+    try:
+        return [os.path.getsize(path) for path in paths]
+    except OSError:
+        return None
+
+
+def _balanced(sizes: list[int], groups: int) -> list[tuple[int, ...]]:
+    """The indices of `sizes` in `groups` groups of about the same total, each in order."""
+    members: list[list[int]] = [[] for _ in range(groups)]
+    loads = [0] * groups
+    for index in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
+        lightest = loads.index(min(loads))
+        members[lightest].append(index)
+        loads[lightest] += sizes[index]
+    return [tuple(sorted(group)) for group in members]
 
 
 def _nested_timestamp(kind: pa.DataType, top: bool = True) -> bool:
@@ -168,6 +240,7 @@ class _View:
     files: list[str]
     schema: pa.Schema | None
     row_ids: bool
+    values: tuple[tuple[str, str, str], ...] = ()  # see `ViewPart.values`
     unchecked: bool = False
 
 

@@ -30,10 +30,10 @@ import sys
 import tempfile
 import threading
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, TypeVar
+from typing import IO, Any, Protocol, TypeVar
 
 import pyarrow as pa
 
@@ -52,6 +52,7 @@ BATCH_BYTES_ROOM = 256 * 2**20
 CODES = pa.schema([("code", pa.string())])
 _END = object()
 _HEADER = struct.Struct(">Q")
+_PEAK_KEY = b"chatgate_peak_memory"
 
 
 def peak_memory(pid: int) -> int | None:
@@ -113,7 +114,9 @@ class CheckPool:
 class _Worker:
     """One worker process, its input stream, and a thread draining its codes into a queue."""
 
-    def __init__(self, check: bytes, folder: Path) -> None:
+    def __init__(self, check: bytes, folder: Path, arrived: queue.Queue[Any] | None = None) -> None:
+        """`check` is the pickled job; a worker of `run_tasks` puts what it sends back on `arrived`
+        (its batches with their metadata, then itself), one of `CheckPool` on a queue of its own."""
         self.folder = folder
         self.sent = 0
         package_root = str(Path(__file__).resolve().parents[2])
@@ -128,7 +131,12 @@ class _Worker:
         self.stdin.write(_HEADER.pack(len(check)) + check)
         self.results: queue.Queue[Any] = queue.Queue()
         self.errors: list[str] = []
-        threading.Thread(target=self._drain, args=(self.process.stdout,), daemon=True).start()
+        self.stdin.flush()
+        if arrived is not None:
+            self.stdin.close()
+            threading.Thread(target=self._drain_task, args=(self.process.stdout, arrived), daemon=True).start()
+        else:
+            threading.Thread(target=self._drain, args=(self.process.stdout,), daemon=True).start()
         assert self.process.stderr is not None
         threading.Thread(target=self._keep_errors, args=(self.process.stderr,), daemon=True).start()
 
@@ -180,15 +188,79 @@ class _Worker:
         except Exception as error:  # noqa: BLE001 - the worker died: receive() reports it
             self.results.put(error)
 
+    def _drain_task(self, stdout: IO[bytes], arrived: queue.Queue[Any]) -> None:
+        try:
+            reader = pa.ipc.open_stream(stdout)
+            while True:
+                try:
+                    batch, metadata = reader.read_next_batch_with_custom_metadata()
+                except StopIteration:
+                    break
+                arrived.put((batch, dict(metadata or {})))
+        except Exception as error:  # noqa: BLE001 - the worker died: run_tasks reports it
+            arrived.put((self, error))
+            return
+        arrived.put(self)
+
     def _keep_errors(self, stderr: IO[bytes]) -> None:
         for line in stderr:
             self.errors.append(line.decode("utf-8", "replace"))
 
 
+class Task(Protocol):
+    """Work a worker does on its own (see `run_tasks`): it emits batches of `schema`, each with metadata."""
+
+    @property
+    def schema(self) -> pa.Schema: ...
+
+    def __call__(self, emit: Callable[[pa.RecordBatch, dict[bytes, bytes]], None]) -> None: ...
+
+
+def run_tasks(tasks: Sequence[Task]) -> Iterator[tuple[pa.RecordBatch, dict[bytes, bytes]]]:
+    """Run each task in a worker process of its own, all at once; yield their batches and
+    metadata as they come (in no set order). A worker that fails raises `ChatgateError` here
+    with its last line of error; leaving early stops the others."""
+    folder = tempfile.TemporaryDirectory(prefix="chatgate-tasks-")
+    arrived: queue.Queue[Any] = queue.Queue()
+    workers = [_Worker(pickle.dumps(task), Path(folder.name), arrived) for task in tasks]
+    peaks: list[int] = []
+    try:
+        running = len(workers)
+        while running:
+            item = arrived.get()
+            if isinstance(item, _Worker):  # one worker's stream ended
+                if item.process.wait() != 0:
+                    raise item._failure()
+                running -= 1
+            elif isinstance(item[1], BaseException):
+                raise item[0]._failure()
+            elif _PEAK_KEY in item[1]:
+                peaks.append(int(item[1][_PEAK_KEY]))
+            else:
+                yield item
+        if peaks:
+            log.info("check workers' peak memory: %d MiB", max(peaks) // 2**20)
+    finally:
+        for worker in workers:
+            if worker.process.poll() is None:
+                worker.process.kill()
+            worker.close()
+        folder.cleanup()
+
+
 def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
-    """A worker's loop: read the check, then judge each batch whose path comes on stdin; codes to stdout."""
+    """A worker's loop: read its job; for a check, judge each batch whose path comes on stdin
+    and write its codes to stdout; for a `Task`, run it, writing what it emits to stdout."""
     (size,) = _HEADER.unpack(stdin.read(_HEADER.size))
-    check: RowCheck = pickle.loads(stdin.read(size))
+    job = pickle.loads(stdin.read(size))
+    if not isinstance(job, RowCheck):
+        with pa.ipc.new_stream(stdout, job.schema) as writer:
+            job(lambda batch, metadata: _write(writer, batch, metadata, stdout))
+            # Last, the worker's peak memory: once it has ended, the parent can't read it.
+            peak = str(peak_memory(os.getpid()) or 0).encode()
+            _write(writer, pa.RecordBatch.from_pylist([], schema=job.schema), {_PEAK_KEY: peak}, stdout)
+        return
+    check: RowCheck = job
     with pa.ipc.new_stream(stdout, CODES) as writer:
         for line in stdin:
             path = line.decode("utf-8").rstrip("\n")
@@ -202,6 +274,11 @@ def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
             os.unlink(path)
             writer.write_batch(pa.record_batch([codes], schema=CODES))
             stdout.flush()
+
+
+def _write(writer: Any, batch: pa.RecordBatch, metadata: dict[bytes, bytes], stdout: IO[bytes]) -> None:
+    writer.write_batch(batch, custom_metadata=metadata)
+    stdout.flush()
 
 
 def _shared_memory(needed: int) -> str | None:

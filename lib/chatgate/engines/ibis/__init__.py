@@ -78,17 +78,16 @@ import pyarrow as pa
 
 from ...rules import RowCheck
 from ..base import EMBEDDED_AUTO, Dedup, Engine, Judged, ordered_reasons, require_column, summed_by_key
+from ..digests import NULL_PART as NULL_PART
 from ..parquet_files import ROW_ID, read_despite_bad_text
 from .connection import record_batches
 from .join import _annotate, _failing_table
 from .plan import NATIVE_BACKENDS as NATIVE_BACKENDS
-from .plan import NULL_PART as NULL_PART
 from .plan import JoinOn, _make_plan
 from .plan import _tuple_digest as _tuple_digest
-from .plan import _tuple_sha256 as _tuple_sha256
 from .stream import COMPACT_FAILING_ROWS as COMPACT_FAILING_ROWS
 from .stream import PROGRESS_MIN_BATCHES as PROGRESS_MIN_BATCHES
-from .stream import _decide, _progress, _stream
+from .stream import _decide, _progress, _stream, in_file_parts
 from .tally import _first_rows, _Names
 
 __all__ = [
@@ -244,7 +243,8 @@ class IbisEngine(Engine):
         names = _Names.fresh()
 
         rows = self.row_count(table)
-        dedup_on, repeats = _decide(table, plan, rows, dedup, self.chunk_size)
+        in_parts = in_file_parts(table, plan, rows, self.workers)
+        dedup_on, repeats = _decide(table, plan, rows, dedup, self.chunk_size, in_stream=not in_parts)
         tally = None
         if dedup_on is None:  # the first rows of the stream without dedup decide
             tally, repeats = _stream(

@@ -8,8 +8,6 @@ and reads, keys and digests the tuples, on the backend and in Python alike.
 from __future__ import annotations
 
 import functools
-import hashlib
-import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -17,17 +15,13 @@ from typing import Literal
 import ibis
 import ibis.expr.datatypes as dt
 import ibis.expr.operations as ops
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ...rules import ChatCheck, RowCheck
+from ..digests import NULL_PART, digests
 
 NATIVE_BACKENDS = frozenset({"duckdb"})
 """Backends that hand native nested columns (lists of structs, ...) to Python as Arrow."""
-
-NULL_PART = "~"
-"""The part of a null value in the SHA-256 of a tuple of several columns."""
 
 JoinOn = Literal["auto", "hash", "value"]
 
@@ -81,7 +75,7 @@ class _Plan:
 
     def digests(self, arrays: list[pa.Array]) -> pa.StringArray:
         """The SHA-256 (hex) of each failing tuple, in Python."""
-        return _sha256_hex(arrays[0]) if self.single else _tuple_sha256(arrays, self.kinds)
+        return digests(arrays, self.kinds, single=self.single)
 
     def digest_of(self, values: list[ibis.Value]) -> ibis.Value:
         """The same SHA-256, on the backend."""
@@ -250,22 +244,8 @@ def _tuple_keys(
     return k1, kl.cast(dt.int64)
 
 
-def _tuple_sha256(arrays: list[pa.Array], kinds: tuple[str, ...]) -> pa.StringArray:
-    """The SHA-256 (hex) of each tuple: that of its parts joined with "," (package docstring)."""
-    parts = []
-    for array, kind in zip(arrays, kinds):
-        if kind == "text":
-            part = _sha256_hex(array)
-        elif kind == "bool":
-            part = pc.if_else(array, "t", "f")
-        else:  # int
-            part = array.cast(pa.string())
-        parts.append(pc.if_else(array.is_null(), NULL_PART, part))
-    return _sha256_hex(pc.binary_join_element_wise(*parts, ","))
-
-
 def _tuple_digest(values: list[ibis.Value], kinds: tuple[str, ...]) -> ibis.Value:
-    """`_tuple_sha256` on the backend."""
+    """`digests.tuple_sha256` on the backend."""
     parts = []
     for value, kind in zip(values, kinds):
         if kind == "text":
@@ -276,16 +256,3 @@ def _tuple_digest(values: list[ibis.Value], kinds: tuple[str, ...]) -> ibis.Valu
             part = value.cast(dt.string)
         parts.append(ibis.cases((value.isnull(), NULL_PART), else_=part))
     return ibis.literal(",").join(parts).hexdigest("sha256")
-
-
-def _sha256_hex(texts: pa.Array) -> pa.StringArray:
-    """The SHA-256 of each (non-null) text's UTF-8 bytes, in hex, read from the Arrow buffers."""
-    if not (pa.types.is_string(texts.type) or pa.types.is_large_string(texts.type)):
-        texts = texts.cast(pa.large_string())
-    _, offsets_buffer, data_buffer = texts.buffers()
-    wide = pa.types.is_large_string(texts.type)
-    offsets = np.frombuffer(offsets_buffer, dtype=np.int64 if wide else np.int32)
-    offsets = offsets[texts.offset : texts.offset + len(texts) + 1].tolist()
-    data = memoryview(data_buffer) if data_buffer is not None else memoryview(b"")
-    digests = [hashlib.sha256(data[a:b]).hexdigest() for a, b in itertools.pairwise(offsets)]
-    return pa.array(digests, pa.string())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -21,12 +22,16 @@ from ...progress import Progress, label_or, mode
 from ...rules import RowCheck
 from .. import base
 from ..base import repeats_share
+from ..group_check import ROWS_KEY, GroupCheck
 from ..parquet_files import ROW_ID, quote_identifier
-from ..workers import CheckPool
+from ..workers import CheckPool, run_tasks
 from .connection import record_batches
 from .plan import MAPPED, _Plan, join_value
 from .prefetch import Prefetched
+from .split import group_checks, splits
 from .tally import _distinct_failing, _Names, _Tally
+
+log = logging.getLogger("chatgate")
 
 COMPACT_FAILING_ROWS = 100_000
 """Without deduplication, the failing keys are deduplicated whenever this many rows piled up."""
@@ -39,24 +44,30 @@ PROGRESS_MIN_BATCHES = 10
 
 
 def _decide(
-    table: ibis.Table, plan: _Plan, rows: int, dedup: str, chunk_size: int
+    table: ibis.Table, plan: _Plan, rows: int, dedup: str, chunk_size: int, *, in_stream: bool = True
 ) -> tuple[bool | None, float | None]:
     """Deduplicate or not (None: the stream decides), and the share of repeats (auto only).
 
     With dedup="auto" and a key in the stream (the hash join), the first
     `AUTO_SAMPLE_ROWS` rows of the stream without dedup decide (see `_stream`):
-    no query is spent on the estimate. Without a key, a query of the first rows
-    the backend reads counts their distinct values.
+    no query is spent on the estimate. Without a key, or when the stream would be read
+    in parts (not `in_stream`, see `split`), a query of the first rows the backend reads
+    counts their distinct values.
     """
     if dedup != "auto":
         return dedup == "on", None
     if rows <= chunk_size:
         return True, None  # one batch either way: deduplicating costs nothing
-    if plan.join_on == "hash":
+    if plan.join_on == "hash" and in_stream:
         return None, None
     values, distinct = _distinct_estimate(table.limit(base.AUTO_SAMPLE_ROWS), plan.whole)
     repeats = max(0.0, 1.0 - distinct / values) if values else 0.0
     return base.EMBEDDED_AUTO.decide(repeats), round(repeats, 4)
+
+
+def in_file_parts(table: ibis.Table, plan: _Plan, rows: int, workers: int) -> bool:
+    """Would a stream of `table` without dedup be read in parts by the workers (see `split`)?"""
+    return rows >= PARALLEL_MIN_ROWS and splits(table, plan, workers)
 
 
 def _stream(
@@ -82,6 +93,15 @@ def _stream(
     `PARALLEL_MIN_ROWS` is checked here, where starting workers would cost more.
     """
     stream = _stream_expr(table, plan, names, dedup_on=dedup_on)
+    reads = (
+        group_checks(table, stream, plan, names, check, workers=workers, chunk_size=chunk_size)
+        if not (dedup_on or decide) and rows >= PARALLEL_MIN_ROWS else []
+    )
+    if reads:
+        try:
+            return _stream_in_parts(reads, plan, names, rows, chunk_size=chunk_size, progress=progress), None
+        except ChatgateError as error:
+            log.warning("reading in %d parts failed (%s): checking one stream instead", len(reads), error)
     tally = _Tally()
     sampler = _Sampler(names.k1) if decide else None
     with (
@@ -98,6 +118,25 @@ def _stream(
             return None, sampler.repeats
         shown.update(rows - shown.done)  # the missing values, never streamed without dedup
     return tally, None if sampler is None else sampler.final_repeats()
+
+
+def _stream_in_parts(
+    reads: list[GroupCheck], plan: _Plan, names: _Names, rows: int, *, chunk_size: int, progress: bool | None
+) -> _Tally:
+    """`_stream` without dedup, each worker reading and checking its part of the files (`split`)."""
+    log.info("reading the files in %d parts, each read and checked by a worker of its own", len(reads))
+    tally = _Tally()
+    label = f"checking {', '.join(plan.columns)}"
+    with _progress(rows, label, chunk_size=chunk_size, progress=progress) as shown:
+        for failing, metadata in run_tasks(reads):
+            checked = int(metadata[ROWS_KEY])
+            tally.batches += 1
+            tally.checked += checked
+            _count(tally, failing.column(names.freason), None)
+            _file_failing(tally, pa.Table.from_batches([failing]), names)
+            shown.update(checked)
+        shown.update(rows - shown.done)  # the missing values, never streamed without dedup
+    return tally
 
 
 class _Sampler:
@@ -186,30 +225,36 @@ def _keep(
         return
     where = pc.indices_nonzero(codes.is_valid())
     reasons = codes.take(where).cast(pa.string())
-    rows = batch.column(names.n).take(where) if dedup_on else pa.repeat(1, len(where))
-    per_reason = pa.table({"reason": reasons, "rows": rows}).group_by("reason")
-    per_reason = per_reason.aggregate([("rows", "sum")])
-    for reason, count in zip(
-        per_reason["reason"].to_pylist(), per_reason["rows_sum"].to_pylist()
-    ):
-        tally.count(reason, count)
+    _count(tally, reasons, batch.column(names.n).take(where) if dedup_on else None)
     if plan.join_on == "value":
-        failing = [batch.column(column).take(where) for column in names.joined(plan).values()]
-        values = {name: array for name, array in zip(names.fvalues(plan), failing)}
+        joined = [batch.column(column).take(where) for column in names.joined(plan).values()]
+        values = {name: array for name, array in zip(names.fvalues(plan), joined)}
         tally.failing.append(pa.table({**values, names.freason: reasons}))
         return
     digests = plan.digests([batch.column(column).take(where) for column in plan.columns])
-    tally.pending += len(digests)
-    tally.failing.append(
-        pa.table(
-            {
-                names.fk1: batch.column(names.k1).take(where),
-                names.fkl: batch.column(names.kl).take(where),
-                names.fsha: digests,
-                names.freason: reasons,
-            }
-        )
-    )
+    failing = {
+        names.fk1: batch.column(names.k1).take(where),
+        names.fkl: batch.column(names.kl).take(where),
+        names.fsha: digests,
+        names.freason: reasons,
+    }
+    _file_failing(tally, pa.table(failing), names)
+
+
+def _count(tally: _Tally, reasons: pa.Array, rows: pa.Array | None) -> None:
+    """Count the failing tuples' `reasons`, each on its number of `rows` (None: one row each)."""
+    if not len(reasons):
+        return
+    per_reason = pa.table({"reason": reasons, "rows": pa.repeat(1, len(reasons)) if rows is None else rows})
+    per_reason = per_reason.group_by("reason").aggregate([("rows", "sum")])
+    for reason, count in zip(per_reason["reason"].to_pylist(), per_reason["rows_sum"].to_pylist()):
+        tally.count(reason, count)
+
+
+def _file_failing(tally: _Tally, failing: pa.Table, names: _Names) -> None:
+    """Keep failing tuples of the hash join: (hash, length, SHA-256, code)."""
+    tally.pending += failing.num_rows
+    tally.failing.append(failing)
     if tally.pending > max(COMPACT_FAILING_ROWS, tally.compacted):
         # A failing tuple on many rows is kept once; the threshold grows with the
         # distinct failing set, so compacting stays linear overall.

@@ -1,0 +1,195 @@
+"""The embedded engine reading a snapshot's files in parts, each part read and checked by a worker.
+
+The stream split by files (`engines.ibis.split`, `engines.group_check`) must judge exactly as the
+single stream does: same counts, codes, reasons order and rows annotated, on a lone chat column
+with nulls and on a check of several columns; a part that fails falls back to the single stream.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import duckdb
+import ibis
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from deltalake import write_deltalake
+
+from chatgate.engines.group_check import ROWS_KEY
+from chatgate.engines.ibis import stream
+from chatgate.engines.ibis.duckdb import DuckDBEngine
+from chatgate.engines.parquet_files import ROW_ID, parquet_view, view_parts
+from chatgate.engines.workers import run_tasks
+from chatgate.errors import ChatgateError
+from chatgate.job.registry import store_for
+from chatgate.job.runner import run
+from chatgate.rules import ChatCheck, ChatFormat, DatasetCheck
+from job_helpers import job_config, read_delta
+from test_engine_ibis import DEFAULT_EXAMPLES
+from test_values_unreadable import BAD_UTF8, GOOD, _unchecked_strings
+
+SPLIT_LOG = "each read and checked by a worker of its own"
+
+
+def _chats_in_files(path: str, files: int = 4, copies: int = 6) -> None:
+    """Every code of the examples, nulls among them, in `files` Delta files of uneven sizes."""
+    values = [value for _, value, _ in DEFAULT_EXAMPLES] * copies + [None] * 5
+    bounds = [0, *sorted({len(values) * (i + 1) // (files + 1) + i for i in range(files - 1)}), len(values)]
+    for a, b in zip(bounds, bounds[1:]):
+        write_deltalake(path, pa.table({"id": list(range(a, b)), "messages": pa.array(values[a:b], pa.string())}),
+                        mode="append")
+
+
+def _pairs_in_files(path: str, files: int = 3) -> None:
+    prompts = ["The sky is", None, "1 + 1 =", "", "Hi", None] * 8
+    completions = [" blue.", "x", None, " 2", " there", None] * 8
+    step = len(prompts) // files
+    for i in range(files):
+        rows = slice(i * step, (i + 1) * step if i < files - 1 else len(prompts))
+        write_deltalake(path, pa.table({"id": list(range(len(prompts)))[rows], "prompt": prompts[rows],
+                                        "completion": completions[rows]}), mode="append")
+
+
+def _judged(path: str, check, *, workers: int, dedup: str):
+    engine = DuckDBEngine(con=ibis.duckdb.connect(), chunk_size=16, workers=workers, progress=False)
+    table, _ = store_for(engine).open_source(path, None)
+    judged = engine.judge_check(table, check, dedup=dedup)
+    rows = judged.annotated.select("id", judged.reason_column).to_pyarrow().to_pylist()
+    annotated = sorted((r["id"], r[judged.reason_column]) for r in rows)
+    return (judged.units, judged.failed, list(judged.reasons.items()), judged.deduplicated, annotated)
+
+
+@pytest.mark.parametrize("na_pass", [False, True])
+@pytest.mark.parametrize("dedup", ["off", "auto"])
+def test_a_chat_column_read_in_parts_is_judged_as_in_one_stream(tmp_path, monkeypatch, caplog, dedup, na_pass):
+    path = str(tmp_path / "chats")
+    _chats_in_files(path, copies=6 if dedup == "off" else 1)  # auto: no repeats, no dedup
+    monkeypatch.setattr(stream, "PARALLEL_MIN_ROWS", 0)
+    check = ChatCheck("messages", ChatFormat(na_pass=na_pass))
+    one = _judged(path, check, workers=1, dedup=dedup)
+    with caplog.at_level(logging.INFO, logger="chatgate"):
+        parts = _judged(path, check, workers=3, dedup=dedup)
+    assert SPLIT_LOG in caplog.text
+    assert parts == one and one[3] is False
+    assert {code for _, _, code in DEFAULT_EXAMPLES if code} <= {reason for reason, _ in one[2]}
+
+
+def test_a_check_of_several_columns_read_in_parts_is_judged_as_in_one_stream(tmp_path, monkeypatch, caplog):
+    path = str(tmp_path / "pairs")
+    _pairs_in_files(path)
+    monkeypatch.setattr(stream, "PARALLEL_MIN_ROWS", 0)
+    check = DatasetCheck("prompt_completion")
+    one = _judged(path, check, workers=1, dedup="off")
+    with caplog.at_level(logging.INFO, logger="chatgate"):
+        parts = _judged(path, check, workers=2, dedup="off")
+    assert SPLIT_LOG in caplog.text
+    assert parts == one and one[1] > 0
+
+
+def test_deduplication_and_a_single_file_keep_one_stream(tmp_path, monkeypatch, caplog):
+    many, single = str(tmp_path / "many"), str(tmp_path / "single")
+    _chats_in_files(many)
+    _chats_in_files(single, files=1)
+    monkeypatch.setattr(stream, "PARALLEL_MIN_ROWS", 0)
+    check = ChatCheck("messages", ChatFormat())
+    with caplog.at_level(logging.INFO, logger="chatgate"):
+        assert _judged(many, check, workers=3, dedup="on") == _judged(many, check, workers=1, dedup="on")
+        assert _judged(single, check, workers=3, dedup="off") == _judged(single, check, workers=1, dedup="off")
+    assert SPLIT_LOG not in caplog.text
+
+
+def test_a_part_that_fails_falls_back_to_one_stream(tmp_path, monkeypatch, caplog):
+    """DuckDB refuses a file holding text that isn't UTF-8 in the worker too: the single stream
+    then reads it as it does without parts (unchecked), and every row is judged."""
+    path = str(tmp_path / "chats")
+    write_deltalake(path, pa.table({"id": [1, 2], "messages": pa.array([GOOD.decode(), "[]"])}))
+    write_deltalake(path, pa.table({"id": [3, 4], "messages": _unchecked_strings([BAD_UTF8["in-content"], GOOD])}),
+                    mode="append")
+    monkeypatch.setattr(stream, "PARALLEL_MIN_ROWS", 0)
+    check = ChatCheck("messages", ChatFormat())
+    with caplog.at_level(logging.INFO, logger="chatgate"):
+        parts = _judged(path, check, workers=2, dedup="off")
+    assert "checking one stream instead" in caplog.text
+    assert parts[4] == [(1, None), (2, "no_messages"), (3, "not_messages"), (4, None)]
+
+
+def test_the_parts_of_a_view_hold_its_rows_with_their_row_ids(tmp_path):
+    """Each part is the whole view over fewer files: the same columns and types (a column some
+    files lack is null there), and every row under the row id the whole view gives it."""
+    files = []
+    for i in range(5):
+        columns = {"id": pa.array(range(i * 10, i * 10 + 3 + i), pa.int64())}
+        if i % 2:
+            columns["extra"] = pa.array([f"e{i}"] * (3 + i))
+        path = tmp_path / f"f{i}.parquet"
+        pq.write_table(pa.table(columns), path)
+        files.append(str(path))
+    con = ibis.duckdb.connect()
+    whole = parquet_view(con, files, None, row_ids=True)
+    expected = sorted(whole.to_pyarrow().to_pylist(), key=lambda r: r["id"])
+    parts = view_parts(con, whole.get_name(), 3)
+    assert parts is not None and len(parts) == 3
+    assert sorted(f for part in parts for f in part.files) == sorted(files)
+    rows = []
+    for part in parts:
+        worker = duckdb.connect()
+        part.create(worker)
+        rows += worker.sql(f'SELECT * FROM "{part.name}"').to_arrow_table().to_pylist()
+        assert worker.sql(f'SELECT * FROM "{part.name}"').types == con.con.sql(f'SELECT * FROM "{part.name}"').types
+    assert sorted(rows, key=lambda r: r["id"]) == expected
+    assert len({r[ROW_ID] for r in rows}) == len(rows)
+
+
+def test_a_view_of_one_file_or_read_unchecked_has_no_parts(tmp_path):
+    path = tmp_path / "one.parquet"
+    pq.write_table(pa.table({"id": [1, 2]}), path)
+    con = ibis.duckdb.connect()
+    assert view_parts(con, parquet_view(con, [str(path)], None).get_name(), 4) is None
+    assert view_parts(con, "no_such_view", 4) is None
+
+
+class _Failing:
+    """A task that fails in its worker, as a broken read would."""
+
+    schema = pa.schema([("n", pa.int64())])
+
+    def __call__(self, emit):
+        emit(pa.record_batch({"n": [1]}, schema=self.schema), {ROWS_KEY: b"1"})
+        raise RuntimeError("the read broke in file 3")
+
+
+def test_a_task_that_fails_stops_the_run_in_one_line(monkeypatch):
+    import pathlib
+
+    monkeypatch.setenv("PYTHONPATH", str(pathlib.Path(__file__).parent))  # the worker imports this module
+    with pytest.raises(ChatgateError, match="the read broke in file 3") as raised:
+        list(run_tasks([_Failing(), _Failing()]))
+    assert "\n" not in str(raised.value)
+
+
+def test_the_job_reading_in_parts_writes_what_one_stream_writes(tmp_path, monkeypatch, caplog):
+    source = str(tmp_path / "chats")
+    _chats_in_files(source)
+    monkeypatch.setattr(stream, "PARALLEL_MIN_ROWS", 0)
+    outputs = {}
+    for threads in (1, 2):
+        config = job_config(tmp_path / f"threads{threads}", source, "duckdb", {}, threads=threads, dedup="off")
+        with caplog.at_level(logging.INFO, logger="chatgate"):
+            run(config)
+        quarantine = read_delta(config.outputs.quarantine).drop_columns(["pb_checked_at_"]).sort_by("id")
+        summary = read_delta(config.outputs.summary).select(["units", "failed", "reasons", "distinct_values"])
+        outputs[threads] = (quarantine.to_pylist(), summary.to_pylist())
+    assert SPLIT_LOG in caplog.text
+    assert outputs[2] == outputs[1]
+
+
+def test_files_are_shared_out_by_size_and_remote_ones_are_left_to_one_stream(tmp_path):
+    from chatgate.engines.parquet_files import _balanced, _local_sizes
+
+    assert _balanced([90, 10, 50, 40, 10], 2) == [(0, 1), (2, 3, 4)]
+    local = tmp_path / "a.parquet"
+    local.write_bytes(b"1234")
+    assert _local_sizes([str(local), f"file://{local}"]) == [4, 4]
+    assert _local_sizes([str(local), "s3://bucket/b.parquet"]) is None
+    assert _local_sizes([str(tmp_path / "gone.parquet")]) is None
