@@ -64,3 +64,20 @@ def test_the_next_batch_is_read_while_the_caller_holds_one():
         next(it)
         assert second_read.wait(timeout=10)  # read ahead, the caller still on the first batch
         assert next(it).column(0)[0].as_py() == 1
+
+
+@pytest.mark.parametrize("workers, ahead", [(1, False), (2, True)])
+def test_one_worker_reads_in_turn_more_read_ahead(monkeypatch, workers, ahead):
+    """`--threads 1` takes one core: the stream isn't read ahead on a thread of its own then."""
+    import ibis
+
+    from chatgate.engines.ibis import prefetch, stream
+    from chatgate.engines.ibis.duckdb import DuckDBEngine
+    from chatgate.rules import ChatFormat
+
+    used = []
+    monkeypatch.setattr(stream, "Prefetched", lambda reader: used.append(1) or prefetch.Prefetched(reader))
+    table = ibis.memtable({"chat": ['[{"role": "user", "content": "Hi"}]', "[]"] * 30})
+    engine = DuckDBEngine(chunk_size=4, workers=workers, progress=False)
+    assert engine.judge(table, "chat", ChatFormat(), dedup="off").failed == 30
+    assert bool(used) is ahead

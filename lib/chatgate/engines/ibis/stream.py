@@ -105,7 +105,7 @@ def _stream(
     tally = _Tally()
     sampler = _Sampler(names.k1) if decide else None
     with (
-        _open_reader(stream, chunk_size) as reader,
+        _open_reader(stream, chunk_size, ahead=workers > 1) as reader,
         _judges(check, workers if rows >= PARALLEL_MIN_ROWS else 1) as judge,
         # Entered last, left first: the bar is gone before the pool logs its workers' memory.
         _progress(rows, f"checking {', '.join(plan.columns)}", chunk_size=chunk_size, progress=progress) as shown,
@@ -359,11 +359,15 @@ def _distinct_by_row_id(table: ibis.Table, plan: _Plan, names: _Names) -> ibis.T
 
 
 @contextlib.contextmanager
-def _open_reader(expr: ibis.Table, chunk_size: int) -> Iterator[Iterable[pa.RecordBatch]]:
-    """The stream's batches, read ahead on a thread (`prefetch`): the engine reads the next
-    batches while this process sends the last ones to the check and counts their codes."""
+def _open_reader(expr: ibis.Table, chunk_size: int, *, ahead: bool) -> Iterator[Iterable[pa.RecordBatch]]:
+    """The stream's batches; `ahead`, read ahead on a thread (`prefetch`): the engine reads the
+    next batches while this process sends the last ones to the check and counts their codes.
+    That takes a second core, so one worker (`--threads 1`) reads in turn with the check."""
     reader = record_batches(expr, chunk_size=chunk_size)
     try:
+        if not ahead:
+            yield reader
+            return
         with Prefetched(reader) as batches:
             yield batches
     finally:
