@@ -118,6 +118,11 @@ class Judged:
     values field by field. A missing value isn't counted: a tuple is missing when
     every one of its columns is null, so a chat column's nulls aren't counted and a
     preference row with only `prompt` null is.
+
+    `locate`, when the engine located each failing value's problem as it checked it
+    (the embedded engine asked to, see `IbisEngine`'s `locate=`): given some of the
+    annotated rows and a column name, those rows plus that column, the message index
+    of each row's problem (what `rules.message_indices` gives). None: not located.
     """
 
     units: int
@@ -128,6 +133,7 @@ class Judged:
     reason_column: str = REASON
     deduplicated: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    locate: Callable[[Any, str], Any] | None = None
 
     @property
     def passed(self) -> int:

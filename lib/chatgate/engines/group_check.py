@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..rules import RowCheck
+from ..rules import RowCheck, message_indices
 from .digests import digests
 from .parquet_files import ViewPart
 
@@ -50,6 +50,7 @@ class GroupCheck:
     keys: tuple[str, str]
     schema: pa.Schema
     chunk_size: int
+    locate: bool = False  # the failing set's fifth column: each failing tuple's problem message
 
     def __call__(self, emit: Emit) -> None:
         import duckdb
@@ -74,5 +75,17 @@ class GroupCheck:
         where = pc.indices_nonzero(codes.is_valid())
         values = [batch.column(column).take(where) for column in self.columns]
         keys = [batch.column(key).take(where) for key in self.keys]
-        arrays = [*keys, digests(values, self.kinds, single=self.single), codes.take(where).cast(pa.string())]
+        reasons = codes.take(where).cast(pa.string())
+        arrays = [*keys, digests(values, self.kinds, single=self.single), reasons]
+        if self.locate:
+            arrays.append(located_messages(self.check, self.columns, values, reasons))
         return pa.record_batch([a.cast(f.type) for a, f in zip(arrays, self.schema)], schema=self.schema)
+
+
+def located_messages(
+    check: RowCheck, columns: tuple[str, ...], values: list[pa.Array], codes: pa.Array
+) -> pa.Int32Array:
+    """The message of each failing tuple's problem (`pb_message_`), found where the tuple was
+    checked: the quarantine then joins it back with the code, instead of reading each failing
+    row again in a Python function that the engine calls a few rows at a time."""
+    return message_indices(check, pa.RecordBatch.from_arrays(values, names=list(columns)), codes)

@@ -46,7 +46,8 @@ def _duckdb(embedded: EmbeddedConfig) -> LakehouseEngine:
 
     settings = embedded.resolved()
     check_memory_limits(settings["memory_limit"], settings["threads"])
-    return DuckDBEngine(con=duckdb_connection(**settings), workers=settings["threads"])
+    # The quarantine reads each problem's message where the check found it (`Judged.locate`).
+    return DuckDBEngine(con=duckdb_connection(**settings), workers=settings["threads"], locate=True)
 
 
 def _spark(embedded: EmbeddedConfig) -> LakehouseEngine:

@@ -341,12 +341,7 @@ def _quarantine(
     per_step = []
     for r, check in steps:
         reason = r.judged.reason_column
-        failing = engine.with_arrow_columns(
-            engine.where_reason(annotated, reason, present=True),
-            [*check.columns, reason],
-            pa.schema([(MESSAGE, pa.int32()), (REASONS, pa.list_(ROW_PROBLEM_TYPE))]),
-            functools.partial(_where_problems_are, check, reason, turns),
-        )
+        rows = engine.where_reason(annotated, reason, present=True)
         constants = {
             STEP: pa.scalar(r.step, pa.int32()),
             COLUMN: pa.scalar(r.column, pa.string()),
@@ -354,6 +349,18 @@ def _quarantine(
             CHECKED_AT: checked_at,
         }
         renamed = {reason: REASON, MESSAGE: MESSAGE, REASONS: REASONS}
+        if turns == "first" and r.judged.locate is not None:
+            # Located as the check ran: joined back, no failing row read again in Python.
+            failing = r.judged.locate(rows, MESSAGE)
+            del renamed[REASONS]
+            constants = {REASONS: pa.scalar(None, pa.list_(ROW_PROBLEM_TYPE)), **constants}
+        else:
+            failing = engine.with_arrow_columns(
+                rows,
+                [*check.columns, reason],
+                pa.schema([(MESSAGE, pa.int32()), (REASONS, pa.list_(ROW_PROBLEM_TYPE))]),
+                functools.partial(_where_problems_are, check, reason, turns),
+            )
         per_step.append(engine.project(failing, source_columns, renamed, constants))
     return engine.concat(per_step)
 

@@ -81,7 +81,7 @@ from ..base import EMBEDDED_AUTO, Dedup, Engine, Judged, ordered_reasons, requir
 from ..digests import NULL_PART as NULL_PART
 from ..parquet_files import ROW_ID, read_despite_bad_text
 from .connection import record_batches
-from .join import _annotate, _failing_table
+from .join import _annotate, _failing_table, _located
 from .plan import NATIVE_BACKENDS as NATIVE_BACKENDS
 from .plan import JoinOn, _make_plan
 from .plan import _tuple_digest as _tuple_digest
@@ -113,7 +113,9 @@ class IbisEngine(Engine):
     `PROGRESS_MIN_BATCHES` batches' worth of rows.
     `workers` is the number of processes that run the check (see `workers.CheckPool`):
     1 checks in this process, more use as many cores for streams of at least
-    `PARALLEL_MIN_ROWS` rows.
+    `PARALLEL_MIN_ROWS` rows. With `locate`, the check also finds the message of each
+    failing value's problem, kept with its code (`Judged.locate`; on the hash join only):
+    the job's quarantine reads it there.
     """
 
     name = "ibis"
@@ -127,6 +129,7 @@ class IbisEngine(Engine):
         join_on: JoinOn = "auto",
         progress: bool | None = None,
         workers: int = 1,
+        locate: bool = False,
     ) -> None:
         if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
             raise ValueError(f"chunk_size= must be a positive integer, not {chunk_size!r}")
@@ -140,6 +143,7 @@ class IbisEngine(Engine):
         self.join_on = join_on
         self.progress = progress
         self.workers = workers
+        self.locate = locate
 
     # -- the small questions -------------------------------------------------------------
 
@@ -245,19 +249,20 @@ class IbisEngine(Engine):
         rows = self.row_count(table)
         in_parts = in_file_parts(table, plan, rows, self.workers)
         dedup_on, repeats = _decide(table, plan, rows, dedup, self.chunk_size, in_stream=not in_parts)
+        locate = self.locate and plan.join_on == "hash"
         tally = None
         if dedup_on is None:  # the first rows of the stream without dedup decide
             tally, repeats = _stream(
                 table, check, plan, names, rows,
                 chunk_size=self.chunk_size, progress=self.progress, dedup_on=False, decide=True,
-                workers=self.workers,
+                workers=self.workers, locate=locate,
             )
             dedup_on = tally is None
         if tally is None:
             tally, _ = _stream(
                 table, check, plan, names, rows,
                 chunk_size=self.chunk_size, progress=self.progress, dedup_on=dedup_on,
-                workers=self.workers,
+                workers=self.workers, locate=locate,
             )
         assert tally is not None  # only a stream that decides stops early
         if not dedup_on:
@@ -277,6 +282,7 @@ class IbisEngine(Engine):
             annotated=annotate(table, reason_column),
             reason_column=reason_column,
             deduplicated=dedup_on,
+            locate=functools.partial(_located, plan=plan, failing=failing, names=names) if locate else None,
             extra={
                 "backend": backend.name,
                 "columns": list(columns),

@@ -37,8 +37,9 @@ class DuckDBEngine(IbisEngine, LakehouseEngine):
         join_on: JoinOn = "auto",
         progress: bool | None = None,
         workers: int = 1,
+        locate: bool = False,
     ) -> None:
-        super().__init__(chunk_size=chunk_size, join_on=join_on, progress=progress, workers=workers)
+        super().__init__(chunk_size=chunk_size, join_on=join_on, progress=progress, workers=workers, locate=locate)
         self.con = con or default_connection()
 
     @contextmanager

@@ -28,18 +28,18 @@ def _failing_table(tally: _Tally, plan: _Plan, names: _Names) -> ibis.Table | No
         # Without deduplication a failing tuple comes once per row: the backend dedupes them.
         return ibis.memtable(pa.concat_tables(tally.failing)).distinct()
     distinct = _distinct_failing(tally.failing, names)
+    filed = [c for c in (names.freason, names.fmessage) if c in distinct.column_names]
     by_key = distinct.group_by([names.fk1, names.fkl], use_threads=False).aggregate(
-        [(names.fsha, "list"), (names.freason, "list")]
+        [(names.fsha, "list"), *((c, "list") for c in filed)]
     )
     shas = by_key[f"{names.fsha}_list"].combine_chunks()
-    reasons = by_key[f"{names.freason}_list"].combine_chunks()
     tally.collisions = distinct.num_rows - by_key.num_rows
-    digests = pa.MapArray.from_arrays(shas.offsets, shas.flatten(), reasons.flatten())
-    return ibis.memtable(
-        pa.table(
-            {names.fk1: by_key[names.fk1], names.fkl: by_key[names.fkl], names.freason: digests}
-        )
-    )
+    # One map per filed column, {SHA-256: reason} (and {SHA-256: message}).
+    maps = {
+        c: pa.MapArray.from_arrays(shas.offsets, shas.flatten(), by_key[f"{c}_list"].combine_chunks().flatten())
+        for c in filed
+    }
+    return ibis.memtable(pa.table({names.fk1: by_key[names.fk1], names.fkl: by_key[names.fkl], **maps}))
 
 
 def _annotate(
@@ -67,16 +67,32 @@ def _annotate(
         joined = table.left_join(failing, keys)
         found = joined[names.freason]
     else:
-        k1, kl = plan.keys(plan.read(table))
-        keyed = table.mutate(**{names.k1: k1, names.kl: kl})
-        keys = [keyed[names.k1] == failing[names.fk1], keyed[names.kl] == failing[names.fkl]]
-        joined = keyed.left_join(failing, keys)
-        by_digest = joined[names.freason]
-        # A row takes the reason of the failing tuple whose SHA-256 is its own. The digest
-        # is computed for the rows whose key matched only: the first branch settles the rest.
-        found = ibis.cases(
-            (by_digest.isnull(), nothing),
-            else_=by_digest.get(plan.digest_of(plan.read(joined))),
-        )
+        joined = _joined_by_key(table, plan, failing, names)
+        found = _filed(joined, names.freason, plan, nothing)
     reason = settled(joined, found)
     return joined.select(*[joined[c] for c in table.columns], **{reason_column: reason})
+
+
+def _located(table: ibis.Table, column: str, *, plan: _Plan, failing: ibis.Table | None, names: _Names) -> ibis.Table:
+    """`table` (failing rows) plus `column`: the message of each row's problem, as the check
+    located it for its failing tuple (the hash join's failing set holds them: see `stream`)."""
+    nothing = ibis.literal(None, type=dt.int32)
+    if failing is None:
+        return table.mutate(**{column: nothing})
+    joined = _joined_by_key(table, plan, failing, names)
+    return joined.select(*[joined[c] for c in table.columns], **{column: _filed(joined, names.fmessage, plan, nothing)})
+
+
+def _joined_by_key(table: ibis.Table, plan: _Plan, failing: ibis.Table, names: _Names) -> ibis.Table:
+    """`table` left-joined to the hash join's failing set on each tuple's key (hash and length)."""
+    k1, kl = plan.keys(plan.read(table))
+    keyed = table.mutate(**{names.k1: k1, names.kl: kl})
+    keys = [keyed[names.k1] == failing[names.fk1], keyed[names.kl] == failing[names.fkl]]
+    return keyed.left_join(failing, keys)
+
+
+def _filed(joined: ibis.Table, column: str, plan: _Plan, nothing: ibis.Value) -> ibis.Value:
+    """What the failing set files under each row's own SHA-256 in the map `column`. The digest
+    is computed for the rows whose key matched only: the first branch settles the rest."""
+    by_digest = joined[column]
+    return ibis.cases((by_digest.isnull(), nothing), else_=by_digest.get(plan.digest_of(plan.read(joined))))

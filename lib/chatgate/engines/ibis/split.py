@@ -42,7 +42,15 @@ def splits(table: ibis.Table, plan: _Plan, workers: int) -> bool:
 
 
 def group_checks(
-    table: ibis.Table, stream: ibis.Table, plan: _Plan, names: _Names, check: RowCheck, *, workers: int, chunk_size: int
+    table: ibis.Table,
+    stream: ibis.Table,
+    plan: _Plan,
+    names: _Names,
+    check: RowCheck,
+    *,
+    workers: int,
+    chunk_size: int,
+    locate: bool = False,
 ) -> list[GroupCheck]:
     """One `GroupCheck` per part of `table`'s files, each running the SQL of `stream` (see `splits`)."""
     backend = table.get_backend()
@@ -57,11 +65,12 @@ def group_checks(
         (names.fkl, types[names.kl].to_pyarrow()),
         (names.fsha, pa.string()),
         (names.freason, pa.string()),
+        *([(names.fmessage, pa.int32())] if locate else []),
     ])
     return [
         GroupCheck(
             part, sql, check, plan.columns, plan.kinds, plan.single,
-            keys=(names.k1, names.kl), schema=schema, chunk_size=chunk_size,
+            keys=(names.k1, names.kl), schema=schema, chunk_size=chunk_size, locate=locate,
         )
         for part in parts
     ]

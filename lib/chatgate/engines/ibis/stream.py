@@ -22,7 +22,7 @@ from ...progress import Progress, label_or, mode
 from ...rules import RowCheck
 from .. import base
 from ..base import repeats_share
-from ..group_check import ROWS_KEY, GroupCheck
+from ..group_check import ROWS_KEY, GroupCheck, located_messages
 from ..parquet_files import ROW_ID, quote_identifier
 from ..workers import CheckPool, run_tasks
 from .connection import record_batches
@@ -82,6 +82,7 @@ def _stream(
     dedup_on: bool,
     decide: bool = False,
     workers: int = 1,
+    locate: bool = False,
 ) -> tuple[_Tally | None, float | None]:
     """Check the stream of values in batches; the tally, and the share of repeats when deciding.
 
@@ -89,12 +90,12 @@ def _stream(
     of repeats; when `EMBEDDED_AUTO` says to deduplicate, the stream stops and the
     tally is None: the caller streams again with dedup (the rows checked so far
     are checked again, a small cost next to what dedup saves then). `chunk_size`,
-    `progress` and `workers` are the engine's; a stream shorter than
+    `progress`, `workers` and `locate` are the engine's; a stream shorter than
     `PARALLEL_MIN_ROWS` is checked here, where starting workers would cost more.
     """
     stream = _stream_expr(table, plan, names, dedup_on=dedup_on)
     reads = (
-        group_checks(table, stream, plan, names, check, workers=workers, chunk_size=chunk_size)
+        group_checks(table, stream, plan, names, check, workers=workers, chunk_size=chunk_size, locate=locate)
         if not (dedup_on or decide) and rows >= PARALLEL_MIN_ROWS else []
     )
     if reads:
@@ -112,7 +113,7 @@ def _stream(
     ):
         batches = reader if sampler is None else sampler.sample(reader)
         for batch, codes in judge(_prepared(batches, plan, names, tally, dedup_on=dedup_on)):
-            _keep(batch, codes, check, plan, names, tally, dedup_on=dedup_on)
+            _keep(batch, codes, check, plan, names, tally, dedup_on=dedup_on, locate=locate)
             shown.update((pc.sum(batch.column(names.n)).as_py() or 0) if dedup_on else len(batch))
         if sampler is not None and sampler.dedup:
             return None, sampler.repeats
@@ -213,8 +214,10 @@ def _keep(
     tally: _Tally,
     *,
     dedup_on: bool,
+    locate: bool = False,
 ) -> None:
-    """Count one checked batch's failures and keep its failing tuples."""
+    """Count one checked batch's failures and keep its failing tuples (with `locate`, on the
+    hash join, the message of each one's problem too: see `group_check.located_messages`)."""
     if isinstance(codes, pa.ChunkedArray):
         codes = codes.combine_chunks()
     if len(codes) != len(batch):
@@ -231,13 +234,15 @@ def _keep(
         values = {name: array for name, array in zip(names.fvalues(plan), joined)}
         tally.failing.append(pa.table({**values, names.freason: reasons}))
         return
-    digests = plan.digests([batch.column(column).take(where) for column in plan.columns])
+    tuples = [batch.column(column).take(where) for column in plan.columns]
     failing = {
         names.fk1: batch.column(names.k1).take(where),
         names.fkl: batch.column(names.kl).take(where),
-        names.fsha: digests,
+        names.fsha: plan.digests(tuples),
         names.freason: reasons,
     }
+    if locate:
+        failing[names.fmessage] = located_messages(check, plan.columns, tuples, reasons)
     _file_failing(tally, pa.table(failing), names)
 
 

@@ -49,6 +49,7 @@ class _Names:
     fkl: str
     fsha: str
     fvalue: str
+    fmessage: str
     json: str
     freason: str
     rn: str
@@ -76,10 +77,12 @@ class _Names:
 
 
 def _distinct_failing(tables: list[pa.Table], names: _Names) -> pa.Table:
-    """One row per failing tuple: (hash, length, SHA-256, reason)."""
+    """One row per failing tuple: (hash, length, SHA-256, reason), and its problem's message
+    when the check located it (one tuple has one reason and one message: "min" keeps them)."""
     keys = [names.fk1, names.fkl, names.fsha]
-    grouped = pa.concat_tables(tables).group_by(keys).aggregate([(names.freason, "min")])
-    return grouped.select([*keys, f"{names.freason}_min"]).rename_columns([*keys, names.freason])
+    kept = [c for c in (names.freason, names.fmessage) if c in tables[0].column_names]
+    grouped = pa.concat_tables(tables).group_by(keys).aggregate([(c, "min") for c in kept])
+    return grouped.select([*keys, *(f"{c}_min" for c in kept)]).rename_columns([*keys, *kept])
 
 
 def _first_rows(

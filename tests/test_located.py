@@ -1,0 +1,79 @@
+"""The embedded job locates each failing value's problem as it checks it (`IbisEngine(locate=True)`,
+`Judged.locate`): the quarantine's `pb_message_` must be what locating the failing rows afterwards
+gives (`rules.message_indices`, the other engines' way), in one stream, in file parts, with dedup."""
+
+from __future__ import annotations
+
+import ibis
+import pyarrow as pa
+import pytest
+
+from chatgate.engines.ibis import stream
+from chatgate.engines.ibis.connection import duckdb_connection
+from chatgate.engines.ibis.duckdb import DuckDBEngine
+from chatgate.job.registry import store_for
+from chatgate.job.runner import run
+from chatgate.rules import ChatCheck, ChatFormat, DatasetCheck, message_indices
+from job_helpers import job_config, read_delta
+from test_file_parts import _chats_in_files, _pairs_in_files
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dedup", ["on", "off"])
+def test_the_job_quarantine_located_by_the_check_is_the_one_located_after(tmp_path, monkeypatch, dedup, threads):
+    source = str(tmp_path / "chats")
+    _chats_in_files(source)
+    monkeypatch.setattr(stream, "PARALLEL_MIN_ROWS", 0)  # workers, and files read in parts without dedup
+    quarantines = {}
+    for locate in (True, False):
+        config = job_config(tmp_path / f"locate-{locate}", source, "duckdb", {"first_role": "user"},
+                            threads=threads, dedup=dedup)
+        engine = DuckDBEngine(con=duckdb_connection(threads=threads), workers=threads, locate=locate)
+        result = run(config, engine)
+        assert (result.steps[0].judged.locate is not None) is locate
+        table = read_delta(config.outputs.quarantine).drop_columns(["pb_checked_at_"]).sort_by("id")
+        quarantines[locate] = table
+    assert quarantines[True].schema == quarantines[False].schema
+    assert quarantines[True].to_pylist() == quarantines[False].to_pylist()
+    messages = quarantines[True].column("pb_message_")
+    assert 0 < messages.null_count < len(messages)  # problems at a message, and problems at none
+
+
+def test_the_job_registry_locates_and_turns_all_still_lists_every_problem(tmp_path):
+    source = str(tmp_path / "chats")
+    _chats_in_files(source, files=1)
+    first = run(job_config(tmp_path / "first", source, "duckdb", {}))
+    every = run(job_config(tmp_path / "all", source, "duckdb", {}, turns="all"))
+    assert first.steps[0].judged.locate is not None
+    q_first = read_delta(first.config.outputs.quarantine).sort_by("id")
+    q_all = read_delta(every.config.outputs.quarantine).sort_by("id")
+    assert q_first.column("pb_message_").to_pylist() == q_all.column("pb_message_").to_pylist()
+    assert q_first.column("pb_reasons_").null_count == q_first.num_rows
+    assert q_all.column("pb_reasons_").null_count < q_all.num_rows
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_check_of_several_columns_is_located_as_message_indices_locates_it(tmp_path, monkeypatch, workers):
+    path = str(tmp_path / "pairs")
+    _pairs_in_files(path)
+    monkeypatch.setattr(stream, "PARALLEL_MIN_ROWS", 0)
+    check = DatasetCheck("prompt_completion")
+    engine = DuckDBEngine(con=ibis.duckdb.connect(), chunk_size=16, workers=workers, locate=True, progress=False)
+    table, _ = store_for(engine).open_source(path, None)
+    judged = engine.judge_check(table, check, dedup="off")
+    assert judged.locate is not None
+    rows = judged.locate(engine.failing_rows(judged), "m").order_by("id").to_pyarrow()
+    batch = pa.RecordBatch.from_arrays([rows.column(c).combine_chunks() for c in check.columns], names=list(check.columns))
+    expected = message_indices(check, batch, rows.column(judged.reason_column).combine_chunks())
+    assert rows.column("m").combine_chunks().cast(pa.int32()).equals(expected)
+
+
+def test_without_locate_or_on_the_value_join_nothing_is_located(tmp_path):
+    table = ibis.memtable({"chat": ['[{"role": "user", "content": ""}]', "[]"]})
+    assert DuckDBEngine(progress=False).judge(table, "chat", ChatFormat()).locate is None
+    engine = DuckDBEngine(progress=False, locate=True, join_on="value")
+    assert engine.judge_check(table, ChatCheck("chat", ChatFormat())).locate is None
+    located = DuckDBEngine(progress=False, locate=True).judge(table, "chat", ChatFormat())
+    assert located.locate is not None
+    rows = located.locate(DuckDBEngine().failing_rows(located), "m").to_pyarrow().to_pylist()
+    assert sorted((r["pb_reason_"], r["m"]) for r in rows) == [("empty_content", 0), ("no_messages", None)]
