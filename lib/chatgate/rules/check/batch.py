@@ -32,6 +32,8 @@ values), see `sizes`.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import itertools
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from enum import Enum
@@ -210,36 +212,43 @@ def _uncounted(fmt: ChatFormat) -> ChatFormat:
 
 def _check_json(array: pa.Array, fmt: ChatFormat) -> list[str | None]:
     """Codes of a string or binary array, read from its buffers without copies."""
-    n = len(array)
-    if n == 0:
+    if len(array) == 0:
         return []
     offsets, data, valid, too_large = _buffers(array, fmt.max_value_bytes)
-    missing = None if fmt.na_pass else "not_messages"
     # The options beyond the core check read more of each message: they take the reference path.
     decode = typed_decoder(fmt.role_key, fmt.content_key) if fmt.is_core else None
     strict = _StrictPath.of(fmt) if decode is not None else None
     utf8 = _utf8_checker(array)
-    codes: list[str | None] = [None] * n
-    for i in range(n):
+
+    def otherwise(text: memoryview) -> str | None:
+        return _check_text(text, fmt, decode, strict)
+
+    if strict is not None and valid is None and too_large is None and utf8 is _always:
+        # The engines' common case (nulls were set aside, nothing too large, all UTF-8).
+        return strict.codes(offsets, data, otherwise)
+    one = otherwise if strict is None else functools.partial(strict.code, otherwise=otherwise)
+    return _one_by_one(offsets, data, valid, too_large, utf8, one, None if fmt.na_pass else "not_messages")
+
+
+def _one_by_one(
+    offsets: list[int],
+    data: memoryview,
+    valid: list[bool] | None,
+    too_large: list[bool] | None,
+    utf8: Callable[[memoryview], bool],
+    one: Callable[[memoryview], str | None],
+    missing: str | None,
+) -> list[str | None]:
+    """The codes of `_check_json` where nulls, values too large or text that isn't UTF-8 may be."""
+    codes: list[str | None] = [None] * (len(offsets) - 1)
+    for i in range(len(codes)):
         if valid is not None and not valid[i]:
             codes[i] = missing
-            continue
-        if too_large is not None and too_large[i]:
+        elif too_large is not None and too_large[i]:
             codes[i] = TOO_LARGE  # never read
-            continue
-        text = data[offsets[i] : offsets[i + 1]]
-        if not utf8(text):
-            codes[i] = "not_messages"
-            continue
-        if strict is None:
-            codes[i] = _check_text(text, fmt, decode, strict)
-            continue
-        try:
-            messages = strict.decode(text)
-        except Exception:  # noqa: BLE001 - not the common case: the next steps decide
-            codes[i] = _check_text(text, fmt, decode, strict)
-            continue
-        codes[i] = strict.judge(messages)
+        else:
+            text = data[offsets[i] : offsets[i + 1]]
+            codes[i] = one(text) if utf8(text) else "not_messages"
     return codes
 
 
@@ -380,6 +389,14 @@ class _StrictPath:
                 self.verdicts[roles] = code
         return code
 
+    def code(self, text: memoryview, otherwise: Callable[[memoryview], str | None]) -> str | None:
+        """The code of one text: `judge` of what the strict decoder accepts, `otherwise(text)` else."""
+        try:
+            decoded = self.decode(text)
+        except Exception:  # noqa: BLE001 - not the common case: the next steps decide
+            return otherwise(text)
+        return self.judge(decoded)
+
     def judge(self, decoded: _Decoded) -> str | None:
         """The code of one conversation the strict decoder accepted (string contents)."""
         messages = decoded if isinstance(decoded, list) else decoded.messages
@@ -391,6 +408,33 @@ class _StrictPath:
             if "" in contents or any(map(str.isspace, contents)):
                 return self.judge_read(roles, contents)
         return code
+
+    def codes(self, offsets: list[int], data: memoryview, otherwise: Callable[[memoryview], str | None]) -> list[str | None]:
+        """The code of each text `data[offsets[i]:offsets[i + 1]]`: `judge` of what the strict decoder
+        accepts, `otherwise(text)` for the rest. One loop with everything it calls bound locally:
+        the per-conversation cost is the decoding, a tuple of roles and a dictionary lookup."""
+        decode, verdicts, verdict, judge_read = self.decode, self.verdicts, self.verdict, self.judge_read
+        content_rules, isspace, unknown = bool(self.content_rules), str.isspace, _UNKNOWN
+        codes: list[str | None] = []
+        append = codes.append
+        for start, end in itertools.pairwise(offsets):
+            text = data[start:end]
+            try:
+                decoded = decode(text)
+            except Exception:  # noqa: BLE001 - not the common case: the next steps decide
+                append(otherwise(text))
+                continue
+            messages = decoded if type(decoded) is list else decoded.messages  # type: ignore[union-attr]
+            roles = tuple(map(_ROLE, messages))
+            code = verdicts.get(roles, unknown)
+            if code is unknown:
+                code = verdict(roles)
+            if code is None and content_rules:
+                contents = list(map(_CONTENT, messages))
+                if "" in contents or any(map(isspace, contents)):
+                    code = judge_read(roles, contents)
+            append(code)
+        return codes
 
     def judge_read(self, roles: tuple[str, ...], contents: list[Any]) -> str | None:
         """The code of a conversation read as role strings and contents of any kind."""
