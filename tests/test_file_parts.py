@@ -193,3 +193,20 @@ def test_files_are_shared_out_by_size_and_remote_ones_are_left_to_one_stream(tmp
     assert _local_sizes([str(local), f"file://{local}"]) == [4, 4]
     assert _local_sizes([str(local), "s3://bucket/b.parquet"]) is None
     assert _local_sizes([str(tmp_path / "gone.parquet")]) is None
+
+
+def test_auto_dedups_a_stream_in_parts_only_when_nearly_every_row_repeats(tmp_path, monkeypatch):
+    """Reading in parts scales with the workers, dedup doesn't: at 84% repeats the parts don't
+    deduplicate (one stream would, `EMBEDDED_AUTO`), at 97% they do (`EMBEDDED_PARTS_AUTO`)."""
+    from chatgate.engines import base
+
+    monkeypatch.setattr(stream, "PARALLEL_MIN_ROWS", 0)
+    check = ChatCheck("messages", ChatFormat())
+    for copies, repeats, dedup in ((6, 0.84, False), (30, 0.97, True)):
+        path = str(tmp_path / f"chats{copies}")
+        _chats_in_files(path, copies=copies)
+        parts = _judged(path, check, workers=3, dedup="auto")
+        assert parts[3] is dedup
+        assert base.EMBEDDED_AUTO.decide(repeats) and base.EMBEDDED_PARTS_AUTO.decide(repeats) is dedup
+        one = _judged(path, check, workers=1, dedup="on" if dedup else "off")
+        assert parts == one

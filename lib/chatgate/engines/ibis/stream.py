@@ -52,7 +52,7 @@ def _decide(
     `AUTO_SAMPLE_ROWS` rows of the stream without dedup decide (see `_stream`):
     no query is spent on the estimate. Without a key, or when the stream would be read
     in parts (not `in_stream`, see `split`), a query of the first rows the backend reads
-    counts their distinct values.
+    counts their distinct values; in parts, `EMBEDDED_PARTS_AUTO` decides.
     """
     if dedup != "auto":
         return dedup == "on", None
@@ -62,7 +62,8 @@ def _decide(
         return None, None
     values, distinct = _distinct_estimate(table.limit(base.AUTO_SAMPLE_ROWS), plan.whole)
     repeats = max(0.0, 1.0 - distinct / values) if values else 0.0
-    return base.EMBEDDED_AUTO.decide(repeats), round(repeats, 4)
+    policy = base.EMBEDDED_AUTO if in_stream else base.EMBEDDED_PARTS_AUTO
+    return policy.decide(repeats), round(repeats, 4)
 
 
 def in_file_parts(table: ibis.Table, plan: _Plan, rows: int, workers: int) -> bool:
