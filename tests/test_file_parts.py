@@ -30,6 +30,7 @@ from test_engine_ibis import DEFAULT_EXAMPLES
 from test_values_unreadable import BAD_UTF8, GOOD, _unchecked_strings
 
 SPLIT_LOG = "each read and checked by a worker of its own"
+FALLBACK_LOG = "checking one stream instead"
 
 
 def _chats_in_files(path: str, files: int = 4, copies: int = 6) -> None:
@@ -51,10 +52,10 @@ def _pairs_in_files(path: str, files: int = 3) -> None:
                                         "completion": completions[rows]}), mode="append")
 
 
-def _judged(path: str, check, *, workers: int, dedup: str):
+def _judged(path: str, check, *, workers: int, dedup: str, shape=None):
     engine = DuckDBEngine(con=ibis.duckdb.connect(), chunk_size=16, workers=workers, progress=False)
     table, _ = store_for(engine).open_source(path, None)
-    judged = engine.judge_check(table, check, dedup=dedup)
+    judged = engine.judge_check(table if shape is None else shape(table), check, dedup=dedup)
     rows = judged.annotated.select("id", judged.reason_column).to_pyarrow().to_pylist()
     annotated = sorted((r["id"], r[judged.reason_column]) for r in rows)
     return (judged.units, judged.failed, list(judged.reasons.items()), judged.deduplicated, annotated)
@@ -70,7 +71,7 @@ def test_a_chat_column_read_in_parts_is_judged_as_in_one_stream(tmp_path, monkey
     one = _judged(path, check, workers=1, dedup=dedup)
     with caplog.at_level(logging.INFO, logger="chatgate"):
         parts = _judged(path, check, workers=3, dedup=dedup)
-    assert SPLIT_LOG in caplog.text
+    assert SPLIT_LOG in caplog.text and FALLBACK_LOG not in caplog.text
     assert parts == one and one[3] is False
     assert {code for _, _, code in DEFAULT_EXAMPLES if code} <= {reason for reason, _ in one[2]}
 
@@ -83,7 +84,7 @@ def test_a_check_of_several_columns_read_in_parts_is_judged_as_in_one_stream(tmp
     one = _judged(path, check, workers=1, dedup="off")
     with caplog.at_level(logging.INFO, logger="chatgate"):
         parts = _judged(path, check, workers=2, dedup="off")
-    assert SPLIT_LOG in caplog.text
+    assert SPLIT_LOG in caplog.text and FALLBACK_LOG not in caplog.text
     assert parts == one and one[1] > 0
 
 
@@ -110,7 +111,7 @@ def test_a_part_that_fails_falls_back_to_one_stream(tmp_path, monkeypatch, caplo
     check = ChatCheck("messages", ChatFormat())
     with caplog.at_level(logging.INFO, logger="chatgate"):
         parts = _judged(path, check, workers=2, dedup="off")
-    assert "checking one stream instead" in caplog.text
+    assert FALLBACK_LOG in caplog.text
     assert parts[4] == [(1, None), (2, "no_messages"), (3, "not_messages"), (4, None)]
 
 
@@ -180,7 +181,7 @@ def test_the_job_reading_in_parts_writes_what_one_stream_writes(tmp_path, monkey
         quarantine = read_delta(config.outputs.quarantine).drop_columns(["pb_checked_at_"]).sort_by("id")
         summary = read_delta(config.outputs.summary).select(["units", "failed", "reasons", "distinct_values"])
         outputs[threads] = (quarantine.to_pylist(), summary.to_pylist())
-    assert SPLIT_LOG in caplog.text
+    assert SPLIT_LOG in caplog.text and FALLBACK_LOG not in caplog.text
     assert outputs[2] == outputs[1]
 
 
@@ -210,3 +211,61 @@ def test_auto_dedups_a_stream_in_parts_only_when_nearly_every_row_repeats(tmp_pa
         assert base.EMBEDDED_AUTO.decide(repeats) and base.EMBEDDED_PARTS_AUTO.decide(repeats) is dedup
         one = _judged(path, check, workers=1, dedup="on" if dedup else "off")
         assert parts == one
+
+
+@pytest.mark.parametrize(
+    "shape, split",
+    [
+        (lambda t: t.filter(t.id % 2 == 0).select("id", "messages"), True),  # each row on its own
+        (lambda t: t.order_by("id").limit(40), False),  # the first rows of the whole table, not of each part
+        (lambda t: t.filter(t.id > t.id.mean()), False),  # a reduction over every row
+        (lambda t: t.distinct(), False),
+    ],
+)
+def test_only_row_local_work_on_the_table_is_split(tmp_path, monkeypatch, caplog, shape, split):
+    path = str(tmp_path / "chats")
+    _chats_in_files(path)
+    monkeypatch.setattr(stream, "PARALLEL_MIN_ROWS", 0)
+    check = ChatCheck("messages", ChatFormat())
+    one = _judged(path, check, workers=1, dedup="off", shape=shape)
+    with caplog.at_level(logging.INFO, logger="chatgate"):
+        parts = _judged(path, check, workers=3, dedup="off", shape=shape)
+    assert (SPLIT_LOG in caplog.text) is split and FALLBACK_LOG not in caplog.text
+    # Reasons as counts: rows out of `distinct()` come in no set order, so ties may order either way.
+    assert parts[:2] + (dict(parts[2]),) + parts[3:] == one[:2] + (dict(one[2]),) + one[3:]
+
+
+def test_native_messages_and_a_table_where_nothing_fails(tmp_path, monkeypatch, caplog):
+    """Native values join back on the value, never split; a part where nothing fails adds nothing."""
+    native, passing = str(tmp_path / "native"), str(tmp_path / "passing")
+    message = pa.struct([("role", pa.string()), ("content", pa.string())])
+    for i in range(3):
+        rows = [[{"role": "user", "content": f"hi {i}"}], [], None]
+        write_deltalake(native, pa.table({"id": [3 * i, 3 * i + 1, 3 * i + 2],
+                                          "messages": pa.array(rows, pa.list_(message))}), mode="append")
+        write_deltalake(passing, pa.table({"id": [i], "messages": [GOOD.decode()]}), mode="append")
+    monkeypatch.setattr(stream, "PARALLEL_MIN_ROWS", 0)
+    check = ChatCheck("messages", ChatFormat())
+    assert _judged(native, check, workers=3, dedup="off") == _judged(native, check, workers=1, dedup="off")
+    with caplog.at_level(logging.INFO, logger="chatgate"):
+        parts = _judged(passing, check, workers=3, dedup="off")
+    assert SPLIT_LOG in caplog.text and parts[1] == 0 and parts == _judged(passing, check, workers=1, dedup="off")
+
+
+def test_a_folder_of_parquet_files_is_shared_out_as_duckdb_lists_it(tmp_path, monkeypatch, caplog):
+    """DuckDB's glob reads hidden folders too (Python's skips them): the parts read what it reads."""
+    from chatgate.stores.deltalake_tables import open_table
+
+    folder = tmp_path / "chats"
+    for i, where in enumerate(["a", ".hidden", "b"]):
+        (folder / where).mkdir(parents=True)
+        pq.write_table(pa.table({"id": [i], "messages": ["[]"]}), folder / where / "part.parquet")
+    monkeypatch.setattr(stream, "PARALLEL_MIN_ROWS", 0)
+    results = {}
+    for workers in (1, 3):
+        engine = DuckDBEngine(con=ibis.duckdb.connect(), workers=workers, progress=False)
+        with caplog.at_level(logging.INFO, logger="chatgate"):
+            judged = engine.judge(open_table(str(folder), con=engine.con), "messages", ChatFormat(), dedup="off")
+        results[workers] = (judged.units, judged.failed, judged.reasons)
+    assert SPLIT_LOG in caplog.text and FALLBACK_LOG not in caplog.text
+    assert results[3] == results[1] == (3, 3, {"no_messages": 3})

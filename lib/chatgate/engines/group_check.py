@@ -12,6 +12,7 @@ This module imports DuckDB only inside the worker, where the task runs; never Ib
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -57,6 +58,10 @@ class GroupCheck:
 
         con = duckdb.connect(config={"threads": 1})
         try:
+            # As Ibis sets its connections: timestamps' text and casts don't depend on the machine.
+            # Without the ICU extension (offline) DuckDB has no time zones, UTC alone.
+            with contextlib.suppress(duckdb.Error):
+                con.execute("SET TimeZone = 'UTC'")
             self.part.create(con)
             reader = con.sql(self.sql).to_arrow_reader(batch_size=min(self.chunk_size, READ_ROWS))
             for batch in reader:

@@ -170,7 +170,7 @@ def view_parts(con: Any, name: str, parts: int) -> list[ViewPart] | None:
     view = _VIEWS.get(con, {}).get(name)
     if view is None or view.unchecked or parts < 2:
         return None
-    files = _expanded(view.files)
+    files = _expanded(con, view.files)
     sizes = _local_sizes(files)
     if sizes is None or len(files) < 2:
         return None
@@ -271,7 +271,7 @@ def read_unchecked(con: Any, error: BaseException) -> bool:
     for name, view in _VIEWS.get(con, {}).items():
         if view.unchecked:
             continue
-        files = _expanded(view.files)
+        files = _expanded(con, view.files)
         if bad is not None and bad not in {_file_key(f) for f in files}:
             continue
         source = UncheckedParquet(files, view.schema, row_ids=view.row_ids)
@@ -347,12 +347,16 @@ def _conform(array: pa.Array, kind: pa.DataType) -> pa.Array:
     return array if array.type == kind else array.cast(kind)
 
 
-def _expanded(files: list[str]) -> list[str]:
-    """The files a view reads: its globs expanded, in order."""
+def _expanded(con: Any, files: list[str]) -> list[str]:
+    """The files a view of `con` reads: its globs expanded by DuckDB itself, in its order (Python's
+    glob differs: it skips hidden files and folders, which DuckDB's reader reads)."""
     out: list[str] = []
     for item in files:
         path = item.removeprefix("file://")
-        out.extend(sorted(glob.glob(path, recursive=True)) if glob.has_magic(path) else [path])
+        if glob.has_magic(path):
+            out.extend(row[0] for row in con.con.execute("SELECT file FROM glob(?)", [path]).fetchall())
+        else:
+            out.append(path)
     return out
 
 

@@ -138,7 +138,8 @@ class _Worker:
         else:
             threading.Thread(target=self._drain, args=(self.process.stdout,), daemon=True).start()
         assert self.process.stderr is not None
-        threading.Thread(target=self._keep_errors, args=(self.process.stderr,), daemon=True).start()
+        self._stderr = threading.Thread(target=self._keep_errors, args=(self.process.stderr,), daemon=True)
+        self._stderr.start()
 
     def send(self, batch: pa.RecordBatch) -> None:
         path = self.folder / f"{self.process.pid}-{self.sent}.arrow"
@@ -177,6 +178,7 @@ class _Worker:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.process.kill()
+        self._stderr.join(timeout=5)  # its last lines, the traceback, may still be on their way
         last = next((line for line in reversed(self.errors) if line.strip()), "no message")
         return ChatgateError(f"a check worker process stopped (exit status {self.process.returncode}): {last.strip()}")
 
@@ -220,11 +222,20 @@ def run_tasks(tasks: Sequence[Task]) -> Iterator[tuple[pa.RecordBatch, dict[byte
     """Run each task in a worker process of its own, all at once; yield their batches and
     metadata as they come (in no set order). A worker that fails raises `ChatgateError` here
     with its last line of error; leaving early stops the others."""
+    try:
+        jobs = [pickle.dumps(task) for task in tasks]
+    except Exception as error:  # noqa: BLE001 - a task that can't be sent: the caller's fallback
+        raise ChatgateError(f"a task can't be sent to a worker process: {error}") from error
     folder = tempfile.TemporaryDirectory(prefix="chatgate-tasks-")
     arrived: queue.Queue[Any] = queue.Queue()
-    workers = [_Worker(pickle.dumps(task), Path(folder.name), arrived) for task in tasks]
+    workers: list[_Worker] = []
     peaks: list[int] = []
     try:
+        for job in jobs:
+            try:
+                workers.append(_Worker(job, Path(folder.name), arrived))
+            except OSError as error:
+                raise ChatgateError(f"a worker process couldn't start: {error}") from error
         running = len(workers)
         while running:
             item = arrived.get()

@@ -19,18 +19,32 @@ from ..parquet_files import view_parts
 from .plan import _Plan
 from .tally import _Names
 
+ROW_LOCAL = (ops.DatabaseTable, ops.Project, ops.Filter, ops.DropColumns, ops.FillNull, ops.DropNull, ops.Sort)
+"""The relations a part may apply to its own rows alone: each row kept or dropped, and its
+columns computed, from that row only (a limit, distinct, aggregate or join would not be)."""
+
+NOT_ROW_LOCAL = (
+    ops.Reduction, ops.Analytic, ops.WindowFunction, ops.Subquery, ops.Unnest,
+    ops.ScalarUDF, ops.AggUDF,  # and a Python function lives in this process only
+)
+"""Values that read other rows (or other tables) than their own."""
+
 
 def view_of(table: ibis.Table) -> str | None:
-    """The name of the one DuckDB view `table` reads, when a worker's connection can make it
-    again: no other table, no table in memory, no Python function."""
+    """The name of the one DuckDB view `table` reads, when each worker's part of it is the
+    same query over fewer rows: a view its connection can make again (no other table, none
+    in memory), and only row-local work on it (`ROW_LOCAL`, nothing of `NOT_ROW_LOCAL`)."""
     if table.get_backend().name != "duckdb":
         return None
     node = table.op()
-    leaves = set(node.find(ops.PhysicalTable))
-    if len(leaves) != 1 or node.find((ops.ScalarUDF, ops.AggUDF, ops.SQLStringView, ops.SQLQueryResult)):
+    relations = node.find(ops.Relation)
+    if not all(isinstance(r, ROW_LOCAL) for r in relations) or node.find(NOT_ROW_LOCAL):
+        return None
+    leaves = {r for r in relations if isinstance(r, ops.DatabaseTable)}
+    if len(leaves) != 1:
         return None
     (leaf,) = leaves
-    return leaf.name if isinstance(leaf, ops.DatabaseTable) and leaf.namespace == ops.Namespace() else None
+    return leaf.name if leaf.namespace == ops.Namespace() else None
 
 
 def splits(table: ibis.Table, plan: _Plan, workers: int) -> bool:
@@ -53,6 +67,8 @@ def group_checks(
     locate: bool = False,
 ) -> list[GroupCheck]:
     """One `GroupCheck` per part of `table`'s files, each running the SQL of `stream` (see `splits`)."""
+    if not splits(table, plan, workers):
+        return []
     backend = table.get_backend()
     name = view_of(table)
     parts = view_parts(backend, name, workers) if name is not None else None

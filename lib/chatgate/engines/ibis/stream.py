@@ -95,11 +95,8 @@ def _stream(
     `PARALLEL_MIN_ROWS` is checked here, where starting workers would cost more.
     """
     stream = _stream_expr(table, plan, names, dedup_on=dedup_on)
-    reads = (
-        group_checks(table, stream, plan, names, check, workers=workers, chunk_size=chunk_size, locate=locate)
-        if not (dedup_on or decide) and rows >= PARALLEL_MIN_ROWS else []
-    )
-    if reads:
+    if not (dedup_on or decide) and in_file_parts(table, plan, rows, workers):
+        reads = group_checks(table, stream, plan, names, check, workers=workers, chunk_size=chunk_size, locate=locate)
         try:
             return _stream_in_parts(reads, plan, names, rows, chunk_size=chunk_size, progress=progress), None
         except ChatgateError as error:
@@ -134,8 +131,9 @@ def _stream_in_parts(
             checked = int(metadata[ROWS_KEY])
             tally.batches += 1
             tally.checked += checked
-            _count(tally, failing.column(names.freason), None)
-            _file_failing(tally, pa.Table.from_batches([failing]), names)
+            if failing.num_rows:  # an empty failing set stays None: nothing to join back
+                _count(tally, failing.column(names.freason), None)
+                _file_failing(tally, pa.Table.from_batches([failing]), names)
             shown.update(checked)
         shown.update(rows - shown.done)  # the missing values, never streamed without dedup
     return tally
