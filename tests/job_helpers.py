@@ -27,3 +27,11 @@ def job_config(tmp_path: Path, source: str, engine: str, checks: dict[str, Any],
 def read_delta(path: str | Path) -> pa.Table:
     """A Delta table's rows (read without the dataset that can abort the process at exit)."""
     return delta_source(str(path)).to_table()
+
+
+def written_by(config: JobConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """What a run of `config` wrote, to compare two runs: its quarantine by id (without the
+    time it was checked at) and its summary's counts."""
+    quarantine = read_delta(config.outputs.quarantine).drop_columns(["pb_checked_at_"]).sort_by("id")
+    summary = read_delta(config.outputs.summary).select(["units", "failed", "reasons", "distinct_values"])
+    return quarantine.to_pylist(), summary.to_pylist()

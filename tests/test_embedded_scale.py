@@ -37,7 +37,7 @@ from chatgate.job.registry import store_for
 from chatgate.job.runner import run
 from chatgate.rules import ChatCheck, ChatFormat
 from chatgate.stores.deltalake_tables import delta_source, open_table
-from job_helpers import job_config, read_delta
+from job_helpers import job_config, written_by
 from test_engine_ibis import DEFAULT_EXAMPLES
 
 UTC = dt.timezone.utc
@@ -232,9 +232,7 @@ def test_the_job_in_worker_processes_writes_what_one_process_writes(tmp_path, mo
     for threads in (1, 2):
         config = job_config(tmp_path / f"threads{threads}", source, "duckdb", {}, threads=threads)
         run(config)
-        quarantine = read_delta(config.outputs.quarantine).drop_columns(["pb_checked_at_"]).sort_by("id")
-        summary = read_delta(config.outputs.summary).select(["units", "failed", "reasons", "distinct_values"])
-        outputs[threads] = (quarantine.to_pylist(), summary.to_pylist())
+        outputs[threads] = written_by(config)
     assert outputs[2] == outputs[1]
 
 
