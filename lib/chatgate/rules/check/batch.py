@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable, Sequence
 from enum import Enum
 from functools import lru_cache
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, Protocol
 
 import msgspec
 import numpy as np
@@ -355,8 +355,10 @@ class _StrictPath:
     def __init__(self, fmt: ChatFormat) -> None:
         message: Any = msgspec.defstruct(  # a type made at run time, as in `typed_decoder`
             "StrictMessage",
-            [("role", Literal[fmt.roles]), ("content", str)],
+            # An empty content is left to the next steps: here, a content is blank only when all space.
+            [("role", Literal[fmt.roles]), ("content", Annotated[str, msgspec.Meta(min_length=1)])],
             rename={"role": fmt.role_key, "content": fmt.content_key},
+            gc=False,
         )
         wrapper = msgspec.defstruct("StrictConversation", [("messages", list[message])])
         self.decode: _Decode = msgspec.json.Decoder(list[message] | wrapper).decode
@@ -429,10 +431,8 @@ class _StrictPath:
             code = verdicts.get(roles, unknown)
             if code is unknown:
                 code = verdict(roles)
-            if code is None and content_rules:
-                contents = list(map(_CONTENT, messages))
-                if "" in contents or any(map(isspace, contents)):
-                    code = judge_read(roles, contents)
+            if code is None and content_rules and any(map(isspace, map(_CONTENT, messages))):
+                code = judge_read(roles, list(map(_CONTENT, messages)))
             append(code)
         return codes
 
