@@ -14,6 +14,7 @@ Where each code is found, and what "every problem" means, is in `sites`.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import pyarrow as pa
@@ -24,17 +25,18 @@ from ..base.values import NOT_JSON, decode, is_missing
 from ..check.batch import check_array
 from ..check.checks import column_values
 from ..check.codes import first_reason
+from ..check.judge import active_rules
 from ..check.options import with_options
 from ..conversation.conversation import WHOLE
 from ..conversation.spec import ChatFormat
 from ..formats.messages import Read, messages_in, read_messages
 from ..trainers.profiles import format_from
-from .sites import WHOLE_VALUE_CODES, Problem, problems_in
+from .sites import WHOLE_VALUE_CODES, Problem, first_site, problems_in
 
 
-def read_value(value: Any, fmt: ChatFormat) -> Read | str | None:
-    """A value as `judge` reads it (with extras), its code when it holds no messages
-    (`not_messages`) or is too large to read (`too_large`), or None for a missing value
+def read_value(value: Any, fmt: ChatFormat, *, extras: bool = True) -> Read | str | None:
+    """A value as `judge` reads it (with extras, unless `extras=False`), its code when it holds no
+    messages (`not_messages`) or is too large to read (`too_large`), or None for a missing value
     that passes (na_pass=True)."""
     if value is TOO_LARGE_VALUE:
         return TOO_LARGE
@@ -46,7 +48,7 @@ def read_value(value: Any, fmt: ChatFormat) -> Read | str | None:
     messages = None if value is NOT_JSON else messages_in(value, fmt)
     if messages is None:
         return "not_messages"
-    return read_messages(messages, fmt, extras=True)
+    return read_messages(messages, fmt, extras=extras)
 
 
 def problems_of(
@@ -80,10 +82,23 @@ def location_of(
     """`locate` with its parameters already checked (`part`, `declared`, `images` as in `problems_of`)."""
     if code in WHOLE_VALUE_CODES:
         return None
-    found = problems_of(value, fmt, part=part, declared=declared, images=images)
     if code is None:
+        found = problems_of(value, fmt, part=part, declared=declared, images=images)
         code = first_reason(problem.code for problem in found)
-    return next((problem.message for problem in found if problem.code == code), None)
+        return next((problem.message for problem in found if problem.code == code), None)
+    read = read_value(value, fmt, extras=_extras_matter(fmt, part, declared is not None, images is not None))
+    if not isinstance(read, Read):
+        return None  # nothing read, or a code of the whole value
+    return first_site(read, code, fmt, part=part, declared=declared, images=images)
+
+
+@lru_cache(maxsize=64)
+def _extras_matter(fmt: ChatFormat, part: str, declared: bool, images: bool) -> bool:
+    """Does any rule in force read a message's extras (its tool calls, name, ...)? Building them
+    costs more than the rest of reading a message: without such a rule, they aren't built."""
+    return active_rules(fmt, part, extras=True, declared=declared, images=images) != active_rules(
+        fmt, part, extras=False, declared=declared, images=images
+    )
 
 
 @with_options

@@ -129,3 +129,29 @@ def problems_in(
     )
     found = [Problem(rule.code, i) for rule in rules for i in rule.sites(conversation)]
     return sorted(found, key=_order)
+
+
+def first_site(
+    read: Read,
+    code: str,
+    fmt: ChatFormat,
+    *,
+    part: str = WHOLE,
+    declared: Any = None,
+    images: Any = None,
+) -> int | None:
+    """Where `problems_in` puts the first problem of `code` (the value as a whole first, then the
+    lowest message), found from the rules of that code alone: a quarantine locates each failing
+    row's code, and the other rules' sites would be read for nothing.
+
+    >>> first_site(Read(["user", "user", "bot"], ["a", "", "c"], None), "empty_content", ChatFormat())
+    1
+    """
+    if not read.roles:
+        return None
+    rules = active_rules(fmt, part, extras=read.extras is not None, declared=declared is not None, images=images is not None)
+    conversation = Conversation(read.roles, read.contents, fmt, blank_checker(fmt.text_key), read.extras, declared, images)
+    sites = [site for rule in rules if rule.code == code for site in rule.sites(conversation)]
+    if not sites or None in sites:
+        return None
+    return min(site for site in sites if site is not None)
