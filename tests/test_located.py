@@ -77,3 +77,59 @@ def test_without_locate_or_on_the_value_join_nothing_is_located(tmp_path):
     assert located.locate is not None
     rows = located.locate(DuckDBEngine().failing_rows(located), "m").to_pyarrow().to_pylist()
     assert sorted((r["pb_reason_"], r["m"]) for r in rows) == [("empty_content", 0), ("no_messages", None)]
+
+
+def _two_chat_columns(path: str) -> None:
+    """Two chat columns, each with every code of the examples, in two Delta files."""
+    from deltalake import write_deltalake
+
+    from test_engine_ibis import DEFAULT_EXAMPLES
+
+    values = [value for _, value, _ in DEFAULT_EXAMPLES] * 2 + [None]
+    other = list(reversed(values))
+    half = len(values) // 2
+    for rows in (slice(0, half), slice(half, len(values))):
+        write_deltalake(path, pa.table({"id": list(range(len(values)))[rows], "messages": values[rows],
+                                        "reply": other[rows]}), mode="append")
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("dedup", ["auto", "on", "off"])
+def test_the_spark_job_quarantine_located_by_the_check_is_the_one_located_after(tmp_path, spark, dedup):
+    """The Spark check locates each failing row's problem too (`SparkEngine(locate=True)`, as the job's
+    registry makes it); two chat columns: the second step judges the first's annotated table, and
+    the first step's messages are joined to rows that went through the second."""
+    from chatgate.engines.spark import SparkEngine
+
+    source = str(tmp_path / "chats")
+    _two_chat_columns(source)
+    quarantines = {}
+    for locate in (True, False):
+        config = job_config(tmp_path / f"locate-{locate}", source, "spark", {"first_role": "user"},
+                            dedup=dedup, columns=["messages", "reply"])
+        result = run(config, SparkEngine(spark=spark, locate=locate))
+        assert all((step.judged.locate is not None) is locate for step in result.steps)
+        table = read_delta(config.outputs.quarantine).drop_columns(["pb_checked_at_"])
+        quarantines[locate] = table.sort_by([("pb_step_", "ascending"), ("id", "ascending")])
+    assert quarantines[True].schema == quarantines[False].schema
+    assert quarantines[True].to_pylist() == quarantines[False].to_pylist()
+    messages = quarantines[True].column("pb_message_")
+    assert 0 < messages.null_count < len(messages)
+    assert set(quarantines[True].column("pb_step_").to_pylist()) == {1, 2}
+
+
+@pytest.mark.spark
+def test_a_spark_check_of_several_columns_is_located_as_message_indices_locates_it(tmp_path, spark):
+    from chatgate.engines.spark import SparkEngine
+
+    path = str(tmp_path / "pairs")
+    _pairs_in_files(path)
+    table = spark.read.format("delta").load(path)
+    check = DatasetCheck("prompt_completion")
+    engine = SparkEngine(spark=spark, locate=True)
+    judged = engine.judge_check(table, check, dedup="off")
+    assert judged.locate is not None
+    rows = judged.locate(engine.failing_rows(judged), "m").orderBy("id").toArrow()
+    codes = rows.column(judged.reason_column)
+    expected = message_indices(check, rows.select(list(check.columns)).combine_chunks().to_batches()[0], codes)
+    assert rows.column("m").to_pylist() == expected.to_pylist() and rows.num_rows == judged.failed

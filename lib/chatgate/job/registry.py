@@ -53,7 +53,7 @@ def _duckdb(embedded: EmbeddedConfig) -> LakehouseEngine:
 def _spark(embedded: EmbeddedConfig) -> LakehouseEngine:
     from ..engines.spark import SparkEngine
 
-    return SparkEngine()
+    return SparkEngine(locate=True)
 
 
 def _deltalake(engine: LakehouseEngine) -> TableStore:

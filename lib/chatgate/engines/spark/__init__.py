@@ -90,12 +90,14 @@ from .check import (
     _LARGE_VAR_CONF,
     COUNT,
     JUDGED,
+    MESSAGE,
     REASON,
     ROW,
     _annotate,
     _checked_schema,
     _conf_true,
     _Keyed,
+    _located,
     _session_conf,
     _tally,
     _value_names,
@@ -128,10 +130,12 @@ class SparkEngine(LakehouseEngine):
     name = "spark"
     table_kind = "PySpark DataFrames"
 
-    def __init__(self, *, batch_rows: int = BATCH_ROWS, spark: SparkSession | None = None) -> None:
+    def __init__(self, *, batch_rows: int = BATCH_ROWS, spark: SparkSession | None = None, locate: bool = False) -> None:
         if not isinstance(batch_rows, int) or batch_rows < 1:
             raise ValueError(f"batch_rows= must be a positive integer, not {batch_rows!r}")
         self.batch_rows = batch_rows
+        # The check also finds each failing value's problem message (`Judged.locate`): the job's quarantine reads it.
+        self.locate = locate
         self._spark = spark
         self._master: str | None = None
         self._master_asked = False
@@ -177,7 +181,9 @@ class SparkEngine(LakehouseEngine):
         # A table with a column Arrow can't carry is grouped by key, whatever the dedup.
         carried = names if names is not None and dedup != "on" else ()
         deduplicated = not carried
-        checked = self._failing_frame(table, keyed, deduplicated, memo=dedup == "auto", carried=carried)
+        checked = self._failing_frame(
+            table, keyed, deduplicated, memo=dedup == "auto", carried=carried, located=self.locate
+        )
         label = label_or(f"checking {', '.join(keyed.names)}")
         with _session_conf(checked, {_BATCH_CONF: str(self.batch_rows)}), spark_progress(table.sparkSession, label):
             # The check runs once: the quarantine, valid and summary all read this result.
@@ -195,6 +201,7 @@ class SparkEngine(LakehouseEngine):
             annotated=annotated,
             reason_column=reason_column,
             deduplicated=deduplicated,
+            locate=functools.partial(_located, keyed=keyed, result=result, failing=tally.failing) if self.locate else None,
             extra=extra,
         )
 
@@ -212,9 +219,16 @@ class SparkEngine(LakehouseEngine):
         return self._failing_frame(table, _Keyed.of(table, check), deduplicated)
 
     def _failing_frame(
-        self, table: DataFrame, keyed: _Keyed, deduplicated: bool, memo: bool = False, carried: tuple[str, ...] = ()
+        self,
+        table: DataFrame,
+        keyed: _Keyed,
+        deduplicated: bool,
+        memo: bool = False,
+        carried: tuple[str, ...] = (),
+        located: bool = False,
     ) -> DataFrame:
-        """The check pass; with `carried` (the table's columns renamed), failing rows come back whole."""
+        """The check pass; with `carried` (the table's columns renamed), failing rows come back whole;
+        `located`, with the message of each one's problem (`check.MESSAGE`)."""
         if carried:
             by_name = dict(zip(table.columns, carried))
             sent = [by_name[name] for name in keyed.names]
@@ -245,14 +259,16 @@ class SparkEngine(LakehouseEngine):
             memo=memo and not deduplicated,
             large_strings=_conf_true(table, _LARGE_VAR_CONF),
             carried=carried,
+            located=located,
         )
-        checked = to_check.mapInArrow(check, _checked_schema(keyed.length_type, fields))
+        checked = to_check.mapInArrow(check, _checked_schema(keyed.length_type, fields, located))
         if not deduplicated and not carried:
             # The same failing key on many rows comes back once per row: one row per key.
             # The batches' tallies (null reason) fall in one group: their rows add up.
             first_or_total = F.when(F.col(REASON).isNull(), F.sum(ROW)).otherwise(F.min(ROW))
             checked = checked.groupBy(*KEYS, REASON).agg(
-                F.sum(COUNT).alias(COUNT), first_or_total.alias(ROW), F.sum(JUDGED).alias(JUDGED)
+                F.sum(COUNT).alias(COUNT), first_or_total.alias(ROW), F.sum(JUDGED).alias(JUDGED),
+                *([F.min(MESSAGE).alias(MESSAGE)] if located else []),
             )
         return checked
 

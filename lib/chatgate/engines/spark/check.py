@@ -19,6 +19,7 @@ from pyspark.sql.types import StructField, StructType
 from ... import names as public_names
 from ...rules import RowCheck
 from .. import base
+from ..group_check import located_messages
 from .keys import (
     H1,
     H2,
@@ -32,6 +33,8 @@ from .keys import (
 )
 
 VALUE, REASON, COUNT = "__chatgate_value__", "__chatgate_reason__", "__chatgate_n__"
+MESSAGE = "__chatgate_message__"
+"""With `located`, the message of each failing key's problem, found where it was checked."""
 ROW = "__chatgate_row__"
 CARRIED = "__chatgate_c"
 """The prefix of the table's columns in the check pass (numbered: mapInArrow parses names)."""
@@ -102,6 +105,7 @@ def check_batches(
     large_strings: bool,
     memo: bool = False,
     carried: tuple[str, ...] = (),
+    located: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """The Python step: the failing rows of each batch, then a tally row of the batch.
 
@@ -116,7 +120,9 @@ def check_batches(
     Its `JUDGED` is the number of values `check.check` was given.
 
     With `memo` (rows not grouped by key), a key judged earlier in this partition
-    takes its code from the partition's `_Memo` instead of being judged again.
+    takes its code from the partition's `_Memo` instead of being judged again. With
+    `located`, a last column holds the message of each failing row's problem
+    (`group_check.located_messages`), null in the tally row.
     """
     reason_type = pa.large_string() if large_strings else pa.string()
     judge = _Memo(check) if memo else None
@@ -147,7 +153,12 @@ def check_batches(
             pa.concat_arrays([rows, pa.array([sent], pa.int64())]),
             pa.concat_arrays([pa.nulls(len(reasons), pa.int64()), pa.array([judged], pa.int64())]),
         ]
-        yield pa.RecordBatch.from_arrays(columns, names=[*carried, *KEYS, REASON, COUNT, ROW, JUDGED])
+        if located:
+            failing_values = [column.filter(failing) for column in values.columns]
+            messages = located_messages(check, tuple(values.schema.names), failing_values, reasons)
+            columns.append(pa.concat_arrays([messages, pa.nulls(1, pa.int32())]))
+        names_out = [*carried, *KEYS, REASON, COUNT, ROW, JUDGED, *([MESSAGE] if located else [])]
+        yield pa.RecordBatch.from_arrays(columns, names=names_out)
 
 
 def _codes(check: RowCheck, values: pa.RecordBatch) -> pa.Array:
@@ -330,12 +341,13 @@ def _value_names(names: tuple[str, ...]) -> list[str]:
     return [f"{VALUE[:-2]}{i}__" for i in range(len(names))]
 
 
-def _checked_schema(length_type: str, carried: list[StructField] | None = None) -> StructType:
-    """The check's output: the carried columns, then the bookkeeping."""
+def _checked_schema(length_type: str, carried: list[StructField] | None = None, located: bool = False) -> StructType:
+    """The check's output: the carried columns, then the bookkeeping (and the message, `located`)."""
     length = T.IntegerType() if length_type == "int" else T.LongType()
     bookkeeping = [
         (H1, T.LongType()), (H2, T.IntegerType()), (LENGTH, length), (REASON, T.StringType()),
         (COUNT, T.LongType()), (ROW, T.LongType()), (JUDGED, T.LongType()),
+        *([(MESSAGE, T.IntegerType())] if located else []),
     ]
     return StructType([*(carried or []), *(StructField(name, dtype, True) for name, dtype in bookkeeping)])
 
@@ -358,7 +370,7 @@ def _check_arguments(
     """The check's columns, each once, after checking every argument (no Spark job)."""
     names = base.check_arguments(table.columns, check, dedup, reason_column)
     taken = {c.lower() for c in table.columns}
-    reserved = (*KEYS, VALUE, *_value_names(names), REASON, COUNT, ROW, JUDGED)
+    reserved = (*KEYS, VALUE, *_value_names(names), REASON, COUNT, ROW, JUDGED, MESSAGE)
     clash = taken & {name.lower() for name in reserved}
     if clash:
         raise ValueError(f"the table has chatgate's reserved column {min(clash)!r}")
@@ -386,3 +398,19 @@ def _session_conf(table: DataFrame, settings: dict[str, str]) -> Iterator[None]:
                 conf.unset(key)
             else:
                 conf.set(key, old)
+
+
+def _located(rows: DataFrame, column: str, *, keyed: _Keyed, result: DataFrame, failing: int) -> DataFrame:
+    """`rows` (failing rows of the table the check judged, or of a later step's table) plus `column`:
+    the message of each row's problem, as the check located it for the row's key. The failing keys'
+    messages are joined on the key, recomputed on these rows only."""
+    if failing == 0:
+        return rows.withColumn(column, F.lit(None).cast("int"))
+    messages = (
+        result.filter(F.col(REASON).isNotNull() & F.col(LENGTH).isNotNull())
+        .select(*KEYS, F.col(MESSAGE).alias(column))
+        .dropDuplicates(list(KEYS))
+    )
+    keyed_rows = rows.select("*", *(keyed.keys[k].alias(k) for k in KEYS))
+    joined = keyed_rows.join(_spread(rows, messages, failing), on=list(KEYS), how="left")
+    return joined.select(*(column_ref(c) for c in rows.columns), F.col(column))
