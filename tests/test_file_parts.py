@@ -52,13 +52,21 @@ def _pairs_in_files(path: str, files: int = 3) -> None:
                                         "completion": completions[rows]}), mode="append")
 
 
-def _judged(path: str, check, *, workers: int, dedup: str, shape=None):
+def _judged(path: str, check, *, workers: int, dedup: str, shape=None, kept: bool | None = None):
+    """What the engine says of the table: counts, reasons, dedup and the annotated rows, whole.
+    `kept`: whether the workers must have kept the failing rows whole (see `split`)."""
     engine = DuckDBEngine(con=ibis.duckdb.connect(), chunk_size=16, workers=workers, progress=False)
     table, _ = store_for(engine).open_source(path, None)
     judged = engine.judge_check(table if shape is None else shape(table), check, dedup=dedup)
-    rows = judged.annotated.select("id", judged.reason_column).to_pyarrow().to_pylist()
-    annotated = sorted((r["id"], r[judged.reason_column]) for r in rows)
-    return (judged.units, judged.failed, list(judged.reasons.items()), judged.deduplicated, annotated)
+    if kept is not None:
+        assert judged.extra["failing_rows_kept"] is kept
+    try:
+        rows = judged.annotated.to_pyarrow().to_pylist()
+    except UnicodeDecodeError:  # text that isn't UTF-8 in a row: its id and reason only
+        rows = judged.annotated.select("id", judged.reason_column).to_pyarrow().to_pylist()
+    annotated = sorted(((r["id"], r[judged.reason_column]), r) for r in rows)
+    return (judged.units, judged.failed, list(judged.reasons.items()), judged.deduplicated, [a for a, _ in annotated],
+            [r for _, r in annotated])
 
 
 @pytest.mark.parametrize("na_pass", [False, True])
@@ -70,7 +78,7 @@ def test_a_chat_column_read_in_parts_is_judged_as_in_one_stream(tmp_path, monkey
     check = ChatCheck("messages", ChatFormat(na_pass=na_pass))
     one = _judged(path, check, workers=1, dedup=dedup)
     with caplog.at_level(logging.INFO, logger="chatgate"):
-        parts = _judged(path, check, workers=3, dedup=dedup)
+        parts = _judged(path, check, workers=3, dedup=dedup, kept=True)
     assert SPLIT_LOG in caplog.text and FALLBACK_LOG not in caplog.text
     assert parts == one and one[3] is False
     assert {code for _, _, code in DEFAULT_EXAMPLES if code} <= {reason for reason, _ in one[2]}
@@ -83,7 +91,7 @@ def test_a_check_of_several_columns_read_in_parts_is_judged_as_in_one_stream(tmp
     check = DatasetCheck("prompt_completion")
     one = _judged(path, check, workers=1, dedup="off")
     with caplog.at_level(logging.INFO, logger="chatgate"):
-        parts = _judged(path, check, workers=2, dedup="off")
+        parts = _judged(path, check, workers=2, dedup="off", kept=True)
     assert SPLIT_LOG in caplog.text and FALLBACK_LOG not in caplog.text
     assert parts == one and one[1] > 0
 
@@ -267,3 +275,102 @@ def test_a_folder_of_parquet_files_is_shared_out_as_duckdb_lists_it(tmp_path, mo
         results[workers] = (judged.units, judged.failed, judged.reasons)
     assert SPLIT_LOG in caplog.text and FALLBACK_LOG not in caplog.text
     assert results[3] == results[1] == (3, 3, {"no_messages": 3})
+
+
+def test_the_failing_rows_kept_by_the_workers_are_read_without_the_table(tmp_path, monkeypatch):
+    """The workers keep the failing rows whole: DuckDB's plan for reading them (a quarantine)
+    scans those rows alone, never the table's files; the passing rows are the table's."""
+    path = str(tmp_path / "chats")
+    _chats_in_files(path)
+    monkeypatch.setattr(stream, "PARALLEL_MIN_ROWS", 0)
+    engine = DuckDBEngine(con=ibis.duckdb.connect(), chunk_size=16, workers=2, progress=False)
+    table, _ = store_for(engine).open_source(path, None)
+    judged = engine.judge_check(table, ChatCheck("messages", ChatFormat()), dedup="off")
+    assert judged.extra["failing_rows_kept"] is True
+
+    def plan(rows) -> str:
+        assert rows.to_pyarrow().num_rows  # run once: Ibis registers the kept rows then
+        return str(engine.con.con.sql(f"EXPLAIN {engine.con.compile(rows)}").fetchall()).upper()
+
+    failing = plan(engine.failing_rows(judged))
+    assert "CHATGATE_KEPT" in failing and "PARQUET" not in failing
+    assert "PARQUET" in plan(engine.where_reason(judged.annotated, judged.reason_column, present=False))
+
+
+def test_failing_rows_past_the_budget_are_joined_back_as_before(tmp_path, monkeypatch):
+    path = str(tmp_path / "chats")
+    _chats_in_files(path)
+    monkeypatch.setattr(stream, "PARALLEL_MIN_ROWS", 0)
+    check = ChatCheck("messages", ChatFormat())
+    kept = _judged(path, check, workers=2, dedup="off", kept=True)
+    monkeypatch.setattr(stream, "KEPT_ROWS_BYTES", 2000)
+    assert _judged(path, check, workers=2, dedup="off", kept=False) == kept
+
+
+def test_failing_rows_kept_whole_keep_every_column_and_type(tmp_path, monkeypatch):
+    """Columns of many types around the chat column come back from the kept rows as the table has
+    them; a chat column read as JSON text isn't read as it is, so its rows are joined back."""
+    import datetime
+    import decimal
+
+    path = str(tmp_path / "typed")
+    values = [value for _, value, _ in DEFAULT_EXAMPLES] + [None]
+    for part in range(3):
+        n = len(values)
+        write_deltalake(path, pa.table({
+            "id": pa.array(range(part * n, (part + 1) * n), pa.int64()),
+            "messages": pa.array(values, pa.string()),
+            "at": pa.array([datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)] * n, pa.timestamp("us", "UTC")),
+            "day": pa.array([datetime.date(2026, 1, 2)] * n, pa.date32()),
+            "price": pa.array([decimal.Decimal("1.25")] * n, pa.decimal128(10, 2)),
+            "tags": pa.array([["a", None], None] * (n // 2) + [["b"]] * (n % 2), pa.list_(pa.string())),
+            "meta": pa.array([{"k": 1, "v": "x"}] * n, pa.struct([("k", pa.int32()), ("v", pa.string())])),
+            "flag": pa.array([True, None] * (n // 2) + [False] * (n % 2), pa.bool_()),
+            "blob": pa.array([b"\x00\xff"] * n, pa.binary()),
+            "score": pa.array([0.5, float("nan")] * (n // 2) + [1.0] * (n % 2), pa.float32()),
+        }), mode="append")
+    monkeypatch.setattr(stream, "PARALLEL_MIN_ROWS", 0)
+    check = ChatCheck("messages", ChatFormat())
+    one = _judged(path, check, workers=1, dedup="off")
+    parts = _judged(path, check, workers=3, dedup="off", kept=True)
+    assert str(parts) == str(one)  # NaN != NaN: the rows compare as text
+    interval = ibis.interval(days=2)
+    with_interval = lambda t: t.mutate(wait=interval)  # noqa: E731 - Ibis takes no Arrow interval
+    parts = _judged(path, check, workers=3, dedup="off", shape=with_interval, kept=False)
+    assert str(parts) == str(_judged(path, check, workers=1, dedup="off", shape=with_interval))
+
+
+def _two_steps(path: str, workers: int, second: ChatCheck, dedup: str, first: str = "messages"):
+    engine = DuckDBEngine(con=ibis.duckdb.connect(), chunk_size=16, workers=workers, progress=False)
+    table, _ = store_for(engine).open_source(path, None)
+    one = engine.judge_check(table, ChatCheck(first, ChatFormat()), dedup="off", reason_column="r1")
+    assert one.extra["failing_rows_kept"] is (workers > 1)
+    two = engine.judge_check(one.annotated, second, dedup=dedup, reason_column="r2")
+    rows = sorted(map(str, two.annotated.to_pyarrow().to_pylist()))
+    return two.units, two.failed, list(two.reasons.items()), two.deduplicated, rows
+
+
+def test_a_second_step_deduplicates_over_the_kept_rows(tmp_path, monkeypatch):
+    """Step 2 judges step 1's annotated table, the kept failing rows first: its dedup joins on row
+    ids, with filters DuckDB pushes into the kept rows' scan (which an Arrow scan refuses)."""
+    path = str(tmp_path / "chats")
+    _chats_in_files(path)
+    monkeypatch.setattr(stream, "PARALLEL_MIN_ROWS", 0)
+    second = ChatCheck("messages", ChatFormat(allow_empty=True))
+    assert _two_steps(path, 2, second, "on") == _two_steps(path, 1, second, "on")
+
+
+def test_a_second_step_orders_tied_reasons_as_one_stream(tmp_path, monkeypatch):
+    """Ties go by each reason's first row in the table's order (the engine's row ids), not in the
+    order a plan over the kept rows reads them."""
+    good, role, empty = GOOD.decode(), '[{"role": "bot", "content": "x"}]', "[]"
+    a = [empty, empty, empty, empty, good, good, good, good]
+    b = [empty, empty, good, good, role, role, good, good]
+    path = str(tmp_path / "two")
+    for k in range(2):
+        rows = slice(4 * k, 4 * k + 4)
+        write_deltalake(path, pa.table({"id": list(range(8))[rows], "a": a[rows], "b": b[rows]}), mode="append")
+    monkeypatch.setattr(stream, "PARALLEL_MIN_ROWS", 0)
+    second = ChatCheck("b", ChatFormat())
+    one, two = (_two_steps(path, workers, second, "off", first="a") for workers in (1, 2))
+    assert two == one and one[2] == [("unknown_role", 2), ("no_messages", 2)]

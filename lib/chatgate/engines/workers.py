@@ -114,9 +114,10 @@ class CheckPool:
 class _Worker:
     """One worker process, its input stream, and a thread draining its codes into a queue."""
 
-    def __init__(self, check: bytes, folder: Path, arrived: queue.Queue[Any] | None = None) -> None:
+    def __init__(self, check: bytes, folder: Path | None, arrived: queue.Queue[Any] | None = None) -> None:
         """`check` is the pickled job; a worker of `run_tasks` puts what it sends back on `arrived`
-        (its batches with their metadata, then itself), one of `CheckPool` on a queue of its own."""
+        (its batches with their metadata, then itself), one of `CheckPool` on a queue of its own and
+        is sent its batches through files in `folder`."""
         self.folder = folder
         self.sent = 0
         package_root = str(Path(__file__).resolve().parents[2])
@@ -142,6 +143,7 @@ class _Worker:
         self._stderr.start()
 
     def send(self, batch: pa.RecordBatch) -> None:
+        assert self.folder is not None, "a task's worker is sent nothing"
         path = self.folder / f"{self.process.pid}-{self.sent}.arrow"
         self.sent += 1
         with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, batch.schema) as writer:
@@ -226,14 +228,13 @@ def run_tasks(tasks: Sequence[Task]) -> Iterator[tuple[pa.RecordBatch, dict[byte
         jobs = [pickle.dumps(task) for task in tasks]
     except Exception as error:  # noqa: BLE001 - a task that can't be sent: the caller's fallback
         raise ChatgateError(f"a task can't be sent to a worker process: {error}") from error
-    folder = tempfile.TemporaryDirectory(prefix="chatgate-tasks-")
     arrived: queue.Queue[Any] = queue.Queue()
     workers: list[_Worker] = []
     peaks: list[int] = []
     try:
         for job in jobs:
             try:
-                workers.append(_Worker(job, Path(folder.name), arrived))
+                workers.append(_Worker(job, None, arrived))
             except OSError as error:
                 raise ChatgateError(f"a worker process couldn't start: {error}") from error
         running = len(workers)
@@ -256,7 +257,6 @@ def run_tasks(tasks: Sequence[Task]) -> Iterator[tuple[pa.RecordBatch, dict[byte
             if worker.process.poll() is None:
                 worker.process.kill()
             worker.close()
-        folder.cleanup()
 
 
 def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:

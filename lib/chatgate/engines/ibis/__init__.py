@@ -17,7 +17,10 @@ An engine judges a `RowCheck`: the columns `check.columns` of each row, together
    row takes the reason filed under the SHA-256 of its own tuple, which the
    backend computes for key-matching rows only. Keys do collide (DuckDB's
    `hash()` does on long strings that differ in a byte or two), but a collision
-   can't mislabel a row, nor multiply it;
+   can't mislabel a row, nor multiply it. When workers read the table's files in
+   parts (`split`), they keep its failing rows whole too (up to `stream.KEPT_ROWS_BYTES`):
+   the annotated table is those rows, then the join's passing rows, so reading the
+   failing rows (a quarantine) doesn't read the table again;
 5. count: units, failures and reasons come from the counts per distinct tuple,
    without scanning the table again. Reasons are ordered by count; only when two
    counts tie is the table read once more, for the first failing row of each
@@ -81,13 +84,13 @@ from ..base import EMBEDDED_AUTO, Dedup, Engine, Judged, ordered_reasons, requir
 from ..digests import NULL_PART as NULL_PART
 from ..parquet_files import ROW_ID, read_despite_bad_text
 from .connection import record_batches
-from .join import _annotate, _failing_table, _located
+from .join import _annotate, _failing_table, _located, _with_kept_rows
 from .plan import NATIVE_BACKENDS as NATIVE_BACKENDS
 from .plan import JoinOn, _make_plan
 from .plan import _tuple_digest as _tuple_digest
 from .stream import COMPACT_FAILING_ROWS as COMPACT_FAILING_ROWS
 from .stream import PROGRESS_MIN_BATCHES as PROGRESS_MIN_BATCHES
-from .stream import _decide, _progress, _stream, in_file_parts
+from .stream import _decide, _progress, _stream, file_parts
 from .tally import _first_rows, _Names
 
 __all__ = [
@@ -247,8 +250,8 @@ class IbisEngine(Engine):
         names = _Names.fresh()
 
         rows = self.row_count(table)
-        in_parts = in_file_parts(table, plan, rows, self.workers)
-        dedup_on, repeats = _decide(table, plan, rows, dedup, self.chunk_size, in_stream=not in_parts)
+        parts = file_parts(table, plan, rows, self.workers)
+        dedup_on, repeats = _decide(table, plan, rows, dedup, self.chunk_size, in_stream=not parts)
         locate = self.locate and plan.join_on == "hash"
         tally = None
         if dedup_on is None:  # the first rows of the stream without dedup decide
@@ -262,7 +265,7 @@ class IbisEngine(Engine):
             tally, _ = _stream(
                 table, check, plan, names, rows,
                 chunk_size=self.chunk_size, progress=self.progress, dedup_on=dedup_on,
-                workers=self.workers, locate=locate,
+                workers=self.workers, locate=locate, parts=parts,
             )
         assert tally is not None  # only a stream that decides stops early
         if not dedup_on:
@@ -274,12 +277,14 @@ class IbisEngine(Engine):
         failing = _failing_table(tally, plan, names)
         annotate = functools.partial(_annotate, plan=plan, failing=failing, names=names)
         first_rows = _first_rows(table, annotate, tally.reasons, names)
+        joined = annotate(table, reason_column)
+        kept = _with_kept_rows(table, joined, tally.kept, reason_column, names) if tally.kept is not None else None
         return Judged(
             units=tally.units,
             failed=tally.failed,
             reasons=ordered_reasons(tally.reasons, first_rows),
             distinct_values=tally.present if dedup_on else None,
-            annotated=annotate(table, reason_column),
+            annotated=joined if kept is None else kept,
             reason_column=reason_column,
             deduplicated=dedup_on,
             locate=functools.partial(_located, plan=plan, failing=failing, names=names) if locate else None,
@@ -292,6 +297,7 @@ class IbisEngine(Engine):
                 "nulls": tally.nulls,
                 "repeats_estimate": repeats,
                 "key_collisions": tally.collisions,
+                "failing_rows_kept": kept is not None,
             },
         )
 

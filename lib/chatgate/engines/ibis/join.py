@@ -2,17 +2,25 @@
 
 `_failing_table` turns the tally's failing set into a memtable, one row per key;
 `_annotate` adds the reason column to a table from it (the hash join or the value
-join, as the plan says), and the null code of a lone chat column.
+join, as the plan says), and the null code of a lone chat column. When the workers
+kept the failing rows whole, `_with_kept_rows` makes the annotated table of them and
+of the join's passing rows: reading its failing rows doesn't read the table again.
 """
 
 from __future__ import annotations
 
+import logging
+import uuid
+
+import duckdb
 import ibis
 import ibis.expr.datatypes as dt
 import pyarrow as pa
 
 from .plan import _Plan, join_value
 from .tally import _distinct_failing, _Names, _Tally
+
+log = logging.getLogger("chatgate")
 
 
 def _failing_table(tally: _Tally, plan: _Plan, names: _Names) -> ibis.Table | None:
@@ -47,7 +55,7 @@ def _annotate(
 ) -> ibis.Table:
     """`table` plus `reason_column`: the null code on the backend, the failing set joined back."""
     nothing = ibis.literal(None, type=dt.string)
-    missing = ibis.literal(None if plan.na_pass else "not_messages", type=dt.string)
+    missing = ibis.literal(plan.null_code, type=dt.string)
 
     def settled(source: ibis.Table, found: ibis.Value) -> ibis.Value:
         """A lone chat column's nulls get their code here; a tuple's were judged."""
@@ -96,3 +104,42 @@ def _filed(joined: ibis.Table, column: str, plan: _Plan, nothing: ibis.Value) ->
     is computed for the rows whose key matched only: the first branch settles the rest."""
     by_digest = joined[column]
     return ibis.cases((by_digest.isnull(), nothing), else_=by_digest.get(plan.digest_of(plan.read(joined))))
+
+
+def _with_kept_rows(
+    table: ibis.Table, annotated: ibis.Table, kept: list[pa.Table], reason_column: str, names: _Names
+) -> ibis.Table | None:
+    """`annotated` as the failing rows the workers kept, with their codes, then the rows the join
+    leaves passing, with a null reason (a literal): a filter on failing rows drops that branch
+    before it reads anything, so a quarantine reads the kept rows only. None when the kept rows
+    don't come back from Arrow with the table's types (the join then serves alone)."""
+    nothing = ibis.literal(None, type=dt.string)
+    if not kept:  # nothing failed, nulls included
+        return table.select(*[table[c] for c in table.columns], **{reason_column: nothing})
+    passing = annotated.filter(annotated[reason_column].isnull())
+    passing = passing.select(*[passing[c] for c in table.columns], **{reason_column: nothing})
+    try:
+        # A table of DuckDB's own, not an Arrow scan: a later step's plans may push filters into
+        # it that DuckDB's Arrow scans refuse (a bloom filter).
+        rows = _temp_table(table.get_backend(), pa.concat_tables(kept))
+        failing = rows.select(*[rows[c] for c in table.columns], **{reason_column: rows[names.freason]})
+        same = failing.schema() == passing.schema()
+    except (ValueError, TypeError, NotImplementedError, pa.ArrowException, duckdb.Error) as error:  # a type Ibis can't take from Arrow
+        log.debug("failing rows kept in Arrow don't make a table (%s): joined back instead", error)
+        return None
+    if not same:
+        log.debug("failing rows kept with other types (%s): joined back instead", failing.schema())
+        return None
+    return ibis.union(failing, passing, distinct=False)
+
+
+def _temp_table(backend: ibis.BaseBackend, data: pa.Table) -> ibis.Table:
+    """`data` copied into a temporary table of the DuckDB `backend` (spilled past its memory limit)."""
+    name = f"chatgate_kept_{uuid.uuid4().hex}"
+    con = backend.con
+    con.register(f"{name}_arrow", data)
+    try:
+        con.execute(f'CREATE TEMP TABLE "{name}" AS SELECT * FROM "{name}_arrow"')
+    finally:
+        con.unregister(f"{name}_arrow")
+    return backend.table(name)

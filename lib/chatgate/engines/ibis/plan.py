@@ -15,10 +15,9 @@ from typing import Literal
 import ibis
 import ibis.expr.datatypes as dt
 import ibis.expr.operations as ops
-import pyarrow as pa
 
 from ...rules import ChatCheck, RowCheck
-from ..digests import NULL_PART, digests
+from ..digests import NULL_PART
 
 NATIVE_BACKENDS = frozenset({"duckdb"})
 """Backends that hand native nested columns (lists of structs, ...) to Python as Arrow."""
@@ -58,6 +57,11 @@ class _Plan:
     na_pass: bool = True
     byte_lengths: bool = False  # DuckDB: strlen (bytes, read from the string's header) for LENGTH (characters, a scan)
 
+    @property
+    def null_code(self) -> str | None:
+        """The code of a lone chat column's null (None: it passes); a tuple's nulls are the check's."""
+        return None if self.na_pass or not self.single else "not_messages"
+
     def read(self, table: ibis.Table) -> list[ibis.Value]:
         """The check's columns of `table`, as judged (JSON read as its text)."""
         return [_value_of(column)(table) for column in self.columns]
@@ -73,12 +77,8 @@ class _Plan:
         length = _strlen if self.byte_lengths else _char_length
         return _keys(values[0], length) if self.single else _tuple_keys(values, length)
 
-    def digests(self, arrays: list[pa.Array]) -> pa.StringArray:
-        """The SHA-256 (hex) of each failing tuple, in Python."""
-        return digests(arrays, self.kinds, single=self.single)
-
     def digest_of(self, values: list[ibis.Value]) -> ibis.Value:
-        """The same SHA-256, on the backend."""
+        """The SHA-256 of each tuple (`digests.digests` in Python), on the backend."""
         if self.single:
             return values[0].hexdigest("sha256")
         return _tuple_digest(values, self.kinds)

@@ -5,17 +5,22 @@ Parquet files, read by DuckDB) is split into groups of files of about the same s
 per worker (`group_check.GroupCheck`): reading scales with the workers instead of being
 one stream at one core's pace. Whatever else the stream reads (another backend, a table in
 memory, files read unchecked or remote, a single file) streams from this process as before.
+
+Given a folder (`kept_in`), the workers read every column of the table and keep its failing
+rows whole there (`group_check.KeptRows`), when the check reads the table's columns as they are.
 """
 
 from __future__ import annotations
+
+import os
 
 import ibis
 import ibis.expr.operations as ops
 import pyarrow as pa
 
 from ...rules import RowCheck
-from ..group_check import GroupCheck
-from ..parquet_files import view_parts
+from ..group_check import GroupCheck, KeptRows
+from ..parquet_files import ViewPart, view_parts
 from .plan import _Plan
 from .tally import _Names
 
@@ -47,12 +52,12 @@ def view_of(table: ibis.Table) -> str | None:
     return leaf.name if leaf.namespace == ops.Namespace() else None
 
 
-def splits(table: ibis.Table, plan: _Plan, workers: int) -> bool:
-    """Can a stream of `table` without deduplication be read in parts by `workers` workers?"""
+def parts_of(table: ibis.Table, plan: _Plan, workers: int) -> list[ViewPart] | None:
+    """The parts a stream of `table` without deduplication is read in by `workers` workers, or None."""
     if workers < 2 or plan.join_on != "hash":
-        return False
+        return None
     name = view_of(table)
-    return name is not None and bool(view_parts(table.get_backend(), name, workers))
+    return view_parts(table.get_backend(), name, workers) if name is not None else None
 
 
 def group_checks(
@@ -62,18 +67,19 @@ def group_checks(
     names: _Names,
     check: RowCheck,
     *,
-    workers: int,
+    parts: list[ViewPart],
     chunk_size: int,
     locate: bool = False,
+    kept_in: str | None = None,
+    kept_bytes: int = 0,
 ) -> list[GroupCheck]:
-    """One `GroupCheck` per part of `table`'s files, each running the SQL of `stream` (see `splits`)."""
-    if not splits(table, plan, workers):
-        return []
+    """One `GroupCheck` per part of `table`'s files (`parts_of`), each running the SQL of `stream`;
+    with `kept_in`, of the table's rows, each worker keeping its failing rows (`kept_bytes` in all)."""
     backend = table.get_backend()
-    name = view_of(table)
-    parts = view_parts(backend, name, workers) if name is not None else None
-    if not parts:
-        return []
+    folder = kept_in if kept_in is not None and reads_as_is(table, plan) else None
+    if folder is not None:
+        k1, kl = plan.keys(plan.read(table))
+        stream = table.mutate(**{names.k1: k1, names.kl: kl})
     sql = backend.compile(stream)
     types = stream.schema()
     schema = pa.schema([
@@ -87,6 +93,16 @@ def group_checks(
         GroupCheck(
             part, sql, check, plan.columns, plan.kinds, plan.single,
             keys=(names.k1, names.kl), schema=schema, chunk_size=chunk_size, locate=locate,
+            kept=None if folder is None else KeptRows(
+                os.path.join(folder, f"{n}.arrow"), tuple(table.columns), names.freason, plan.null_code,
+                kept_bytes // len(parts),
+            ),
         )
-        for part in parts
+        for n, part in enumerate(parts)
     ]
+
+
+def reads_as_is(table: ibis.Table, plan: _Plan) -> bool:
+    """Does the check read the table's columns as they are (no JSON read as its text)?"""
+    return all(value.equals(table[column]) for value, column in zip(plan.read(table), plan.columns))
+

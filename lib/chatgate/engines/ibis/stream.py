@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import os
+import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -22,19 +24,23 @@ from ...progress import Progress, label_or, mode
 from ...rules import RowCheck
 from .. import base
 from ..base import repeats_share
-from ..group_check import ROWS_KEY, GroupCheck, located_messages
-from ..parquet_files import ROW_ID, quote_identifier
+from ..group_check import KEPT, KEPT_KEY, ROWS_KEY, GroupCheck, failing_tuples
+from ..parquet_files import ROW_ID, ViewPart, quote_identifier
 from ..workers import CheckPool, run_tasks
 from .connection import record_batches
 from .plan import MAPPED, _Plan, join_value
 from .prefetch import Prefetched
-from .split import group_checks, splits
+from .split import group_checks, parts_of
 from .tally import _distinct_failing, _Names, _Tally
 
 log = logging.getLogger("chatgate")
 
 COMPACT_FAILING_ROWS = 100_000
 """Without deduplication, the failing keys are deduplicated whenever this many rows piled up."""
+
+KEPT_ROWS_BYTES = 256 * 2**20
+"""The most bytes of failing rows the workers reading in parts keep whole, all together (see
+`split`); past that, the failing set is joined back to the table, which is read again."""
 
 PARALLEL_MIN_ROWS = 100_000
 """Fewer rows than this are checked in the engine's process: starting workers costs about a second."""
@@ -66,9 +72,9 @@ def _decide(
     return policy.decide(repeats), round(repeats, 4)
 
 
-def in_file_parts(table: ibis.Table, plan: _Plan, rows: int, workers: int) -> bool:
-    """Would a stream of `table` without dedup be read in parts by the workers (see `split`)?"""
-    return rows >= PARALLEL_MIN_ROWS and splits(table, plan, workers)
+def file_parts(table: ibis.Table, plan: _Plan, rows: int, workers: int) -> list[ViewPart] | None:
+    """The parts a stream of `table` without dedup is read in by the workers (see `split`), or None."""
+    return parts_of(table, plan, workers) if rows >= PARALLEL_MIN_ROWS else None
 
 
 def _stream(
@@ -84,6 +90,7 @@ def _stream(
     decide: bool = False,
     workers: int = 1,
     locate: bool = False,
+    parts: list[ViewPart] | None = None,
 ) -> tuple[_Tally | None, float | None]:
     """Check the stream of values in batches; the tally, and the share of repeats when deciding.
 
@@ -92,15 +99,20 @@ def _stream(
     tally is None: the caller streams again with dedup (the rows checked so far
     are checked again, a small cost next to what dedup saves then). `chunk_size`,
     `progress`, `workers` and `locate` are the engine's; a stream shorter than
-    `PARALLEL_MIN_ROWS` is checked here, where starting workers would cost more.
+    `PARALLEL_MIN_ROWS` is checked here, where starting workers would cost more. Without
+    dedup, the `parts` of the table's files (`file_parts`) are read by a worker each.
     """
     stream = _stream_expr(table, plan, names, dedup_on=dedup_on)
-    if not (dedup_on or decide) and in_file_parts(table, plan, rows, workers):
-        reads = group_checks(table, stream, plan, names, check, workers=workers, chunk_size=chunk_size, locate=locate)
-        try:
-            return _stream_in_parts(reads, plan, names, rows, chunk_size=chunk_size, progress=progress), None
-        except ChatgateError as error:
-            log.warning("reading in %d parts failed (%s): checking one stream instead", len(reads), error)
+    if not (dedup_on or decide) and parts:
+        with tempfile.TemporaryDirectory(prefix="chatgate-kept-", ignore_cleanup_errors=True) as folder:
+            reads = group_checks(
+                table, stream, plan, names, check,
+                parts=parts, chunk_size=chunk_size, locate=locate, kept_in=folder, kept_bytes=KEPT_ROWS_BYTES,
+            )
+            try:
+                return _stream_in_parts(reads, plan, names, rows, chunk_size=chunk_size, progress=progress), None
+            except ChatgateError as error:
+                log.warning("reading in %d parts failed (%s): checking one stream instead", len(reads), error)
     tally = _Tally()
     sampler = _Sampler(names.k1) if decide else None
     with (
@@ -126,8 +138,12 @@ def _stream_in_parts(
     log.info("reading the files in %d parts, each read and checked by a worker of its own", len(reads))
     tally = _Tally()
     label = f"checking {', '.join(plan.columns)}"
+    kept: list[bytes] = []
     with _progress(rows, label, chunk_size=chunk_size, progress=progress) as shown:
         for failing, metadata in run_tasks(reads):
+            if KEPT_KEY in metadata:
+                kept.append(metadata[KEPT_KEY])
+                continue
             checked = int(metadata[ROWS_KEY])
             tally.batches += 1
             tally.checked += checked
@@ -136,7 +152,20 @@ def _stream_in_parts(
                 _file_failing(tally, pa.Table.from_batches([failing]), names)
             shown.update(checked)
         shown.update(rows - shown.done)  # the missing values, never streamed without dedup
+    if all(read.kept is not None for read in reads) and kept == [KEPT] * len(reads):
+        tally.kept = _kept_rows(reads)
     return tally
+
+
+def _kept_rows(reads: list[GroupCheck]) -> list[pa.Table]:
+    """The failing rows the workers kept whole (see `group_check.KeptRows`), mapped from their
+    files (which may be removed as soon as they are mapped)."""
+    tables = []
+    for read in reads:
+        assert read.kept is not None
+        if os.path.exists(read.kept.path):
+            tables.append(pa.ipc.open_file(pa.memory_map(read.kept.path)).read_all())
+    return tables
 
 
 class _Sampler:
@@ -233,15 +262,11 @@ def _keep(
         values = {name: array for name, array in zip(names.fvalues(plan), joined)}
         tally.failing.append(pa.table({**values, names.freason: reasons}))
         return
-    tuples = [batch.column(column).take(where) for column in plan.columns]
-    failing = {
-        names.fk1: batch.column(names.k1).take(where),
-        names.fkl: batch.column(names.kl).take(where),
-        names.fsha: plan.digests(tuples),
-        names.freason: reasons,
-    }
-    if locate:
-        failing[names.fmessage] = located_messages(check, plan.columns, tuples, reasons)
+    arrays = failing_tuples(
+        check, batch, codes, columns=plan.columns, kinds=plan.kinds, single=plan.single,
+        keys=(names.k1, names.kl), locate=locate,
+    )
+    failing = dict(zip((names.fk1, names.fkl, names.fsha, names.freason, names.fmessage), arrays))
     _file_failing(tally, pa.table(failing), names)
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import ibis
 import pyarrow as pa
 
+from ..parquet_files import ROW_ID
 from .plan import MAPPED, _Plan
 
 
@@ -32,6 +33,7 @@ class _Tally:
     pending: int = 0  # failing rows appended since the failing set was last deduplicated
     compacted: int = 0  # distinct failing values after the last deduplication
     collisions: int = 0
+    kept: list[pa.Table] | None = None  # the failing rows whole, when the workers kept them (see `split`)
 
     def count(self, reason: str, rows: int) -> None:
         self.failed += rows
@@ -100,7 +102,10 @@ def _first_rows(
     tied = sorted(r for r, c in counts.items() if list(counts.values()).count(c) > 1)
     if not tied:
         return None
-    numbered = annotate(table.mutate(**{names.rn: ibis.row_number()}), names.reason)
+    # The engine's row ids, where the table has them, are its scan order whatever the plan reads
+    # first (a later step's table may be the failing rows the workers kept, then the others).
+    order = table[ROW_ID] if ROW_ID in table.columns else ibis.row_number()
+    numbered = annotate(table.mutate(**{names.rn: order}), names.reason)
     failing = numbered.filter(numbered[names.reason].isin(tied))
     firsts = failing.group_by(names.reason).aggregate(**{names.rn: failing[names.rn].min()})
     try:
