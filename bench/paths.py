@@ -149,6 +149,20 @@ def spark_pandas_udf_per_row(spark, source: str, base: Path) -> int:
     return failed
 
 
+def spark_mapinarrow_handoff(spark, source: str, base: Path) -> int:
+    """Every column of every row handed to Python in Arrow batches and a count handed back: the
+    bare JVM-to-Python crossing a check by `mapInArrow` pays before it checks anything."""
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    def count(batches):
+        yield pa.record_batch({"n": [sum(batch.num_rows for batch in batches)]})
+
+    df = spark.read.format("delta").load(source)
+    df.mapInArrow(count, "n long").agg(F.sum("n")).collect()
+    return 0
+
+
 def spark_ceiling(spark, source: str, base: Path) -> int:
     """Spark scanning the column and hashing every value: the floor of any check."""
     from pyspark.sql import functions as F
