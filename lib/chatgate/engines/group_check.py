@@ -180,7 +180,7 @@ class _RowsFile:
 
     def add(self, batch: pa.RecordBatch, codes: pa.Array) -> None:
         """The rows of `batch` whose code isn't null, with it."""
-        if self.over or not codes.null_count < len(codes):
+        if self.over or codes.null_count == len(codes):
             return
         where = pc.indices_nonzero(codes.is_valid())
         self._write(batch.select(list(self.kept.columns)).take(where), codes.take(where).cast(pa.string()))

@@ -152,7 +152,7 @@ def _stream_in_parts(
                 _file_failing(tally, pa.Table.from_batches([failing]), names)
             shown.update(checked)
         shown.update(rows - shown.done)  # the missing values, never streamed without dedup
-    if all(read.kept is not None for read in reads) and kept == [KEPT] * len(reads):
+    if kept == [KEPT] * len(reads):  # every worker kept its rows (only those asked to say so)
         tally.kept = _kept_rows(reads)
     return tally
 

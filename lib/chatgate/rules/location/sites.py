@@ -38,7 +38,7 @@ from ..check.codes import reason_rank
 from ..check.judge import active_rules
 from ..check.table import CODES, RULES, VALUE_CODES
 from ..conversation.conversation import WHOLE, Conversation
-from ..conversation.rule import Code, Sites
+from ..conversation.rule import Code, Rule, Sites
 from ..conversation.spec import ChatFormat
 from ..formats.messages import Read
 
@@ -117,6 +117,15 @@ def problems_in(
     """
     if not read.roles:  # the later rules read the last message: an empty list has no other problem
         return [Problem("no_messages", None)]
+    rules, conversation = _rules_and_conversation(read, fmt, part, declared, images, media)
+    found = [Problem(rule.code, i) for rule in rules for i in rule.sites(conversation)]
+    return sorted(found, key=_order)
+
+
+def _rules_and_conversation(
+    read: Read, fmt: ChatFormat, part: str, declared: Any, images: Any, media: Any = None
+) -> tuple[tuple[Rule, ...], Conversation]:
+    """The rules in force for a list of messages as `judge` reads it, and the conversation they read."""
     rules = active_rules(
         fmt,
         part,
@@ -127,8 +136,7 @@ def problems_in(
     conversation = Conversation(
         read.roles, read.contents, fmt, blank_checker(fmt.text_key), read.extras, declared, images, media
     )
-    found = [Problem(rule.code, i) for rule in rules for i in rule.sites(conversation)]
-    return sorted(found, key=_order)
+    return rules, conversation
 
 
 def first_site(
@@ -149,8 +157,7 @@ def first_site(
     """
     if not read.roles:
         return None
-    rules = active_rules(fmt, part, extras=read.extras is not None, declared=declared is not None, images=images is not None)
-    conversation = Conversation(read.roles, read.contents, fmt, blank_checker(fmt.text_key), read.extras, declared, images)
+    rules, conversation = _rules_and_conversation(read, fmt, part, declared, images)
     sites = [site for rule in rules if rule.code == code for site in rule.sites(conversation)]
     if not sites or None in sites:
         return None
