@@ -374,3 +374,27 @@ def test_a_second_step_orders_tied_reasons_as_one_stream(tmp_path, monkeypatch):
     second = ChatCheck("b", ChatFormat())
     one, two = (_two_steps(path, workers, second, "off", first="a") for workers in (1, 2))
     assert two == one and one[2] == [("unknown_role", 2), ("no_messages", 2)]
+
+
+@pytest.mark.parametrize("spill", [True, False])
+def test_the_kept_failing_rows_go_to_duckdbs_spill_folder(tmp_path, monkeypatch, spill):
+    """The kept rows take up disk as a spill does: in DuckDB's temp_directory when it was set
+    (--temp-dir), in the system's temp folder when it wasn't (never DuckDB's default, `.tmp` in
+    the working folder); nothing is left behind."""
+    path = str(tmp_path / "chats")
+    _chats_in_files(path)
+    monkeypatch.setattr(stream, "PARALLEL_MIN_ROWS", 0)
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "spill" / "deeper"
+    con = ibis.duckdb.connect(**({"temp_directory": str(folder)} if spill else {}))
+    kept_at = []
+    read_kept = stream._kept_rows
+    monkeypatch.setattr(stream, "_kept_rows", lambda reads: kept_at.extend(r.kept.path for r in reads) or read_kept(reads))
+    engine = DuckDBEngine(con=con, chunk_size=16, workers=2, progress=False)
+    table, _ = store_for(engine).open_source(path, None)
+    judged = engine.judge_check(table, ChatCheck("messages", ChatFormat()), dedup="off")
+    assert judged.extra["failing_rows_kept"] is True and len(kept_at) == 2
+    inside = [str(folder) in p for p in kept_at]
+    assert inside == [spill, spill] and not (tmp_path / ".tmp").exists()
+    if spill:
+        assert not any(folder.iterdir())

@@ -148,8 +148,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     eng.add_argument("--threads", type=int, metavar="N",
                      help="embedded engine: DuckDB's threads and the check's worker processes (default: every core)")
     eng.add_argument("--temp-dir", dest="temp_directory", metavar="PATH",
-                     help="embedded engine: where DuckDB spills (default: chatgate-duckdb in the system's temp "
-                     "directory)")
+                     help="embedded engine: where DuckDB spills and the workers keep failing rows (default: "
+                     "chatgate-duckdb in the system's temp directory)")
     levels = groups["thresholds"]
     levels.add_argument("--warning", help="warning level: a fraction below 1 or a count of 1 or more")
     levels.add_argument("--error", help="error level (exit status 3 when reached)")

@@ -104,7 +104,8 @@ def _stream(
     """
     stream = _stream_expr(table, plan, names, dedup_on=dedup_on)
     if not (dedup_on or decide) and parts:
-        with tempfile.TemporaryDirectory(prefix="chatgate-kept-", ignore_cleanup_errors=True) as folder:
+        where = spill_folder(table.get_backend())
+        with tempfile.TemporaryDirectory(prefix="chatgate-kept-", dir=where, ignore_cleanup_errors=True) as folder:
             reads = group_checks(
                 table, stream, plan, names, check,
                 parts=parts, chunk_size=chunk_size, locate=locate, kept_in=folder, kept_bytes=KEPT_ROWS_BYTES,
@@ -129,6 +130,26 @@ def _stream(
             return None, sampler.repeats
         shown.update(rows - shown.done)  # the missing values, never streamed without dedup
     return tally, None if sampler is None else sampler.final_repeats()
+
+
+def spill_folder(backend: Any) -> str | None:
+    """The folder DuckDB was told to spill to, where the kept failing rows go too (a disk chosen for
+    its room); None, the system's temp folder, when none was set (DuckDB's own default is the
+    working folder's `.tmp`) or it can't be made."""
+    try:
+        (folder,) = backend.con.execute("SELECT current_setting('temp_directory')").fetchone()
+    except Exception:  # noqa: BLE001 - not DuckDB: the system's temp folder
+        return None
+    if not folder or folder == DUCKDB_DEFAULT_SPILL:
+        return None
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        return None
+    return str(folder)
+
+
+DUCKDB_DEFAULT_SPILL = ".tmp"
 
 
 def _stream_in_parts(
