@@ -248,7 +248,7 @@ def chat_formats(draw) -> dict:
     if draw(st.booleans()):
         roles = ["system", "user", "assistant"]
     role_key = draw(st.sampled_from(["role"] * 4 + KEY_POOL))
-    content_key = draw(st.sampled_from(["content"] * 4 + KEY_POOL))
+    content_key = draw(st.sampled_from([key for key in ["content"] * 4 + KEY_POOL if key != role_key]))
     return {
         "roles": roles if draw(st.booleans()) else tuple(roles),
         "alternate": draw(st.booleans()),

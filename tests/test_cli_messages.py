@@ -165,3 +165,12 @@ def test_a_column_named_twice_is_refused_in_one_line(chats):
         "name each chat column once, with all its rules"
     ]
     assert done.stdout == ""
+
+
+def test_one_key_for_role_and_content_is_refused_in_one_line(chats):
+    done = _run(chats, "--role-key", "text", "--content-key", "text")
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "chatgate: config error: columns[1] (messages): role_key= and content_key= are both 'text': "
+        "a message's role and content need keys of their own"
+    ]

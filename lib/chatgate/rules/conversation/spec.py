@@ -246,6 +246,10 @@ class ChatFormat:
                 object.__setattr__(self, "role_key", "from")
             if self.content_key == "content":
                 object.__setattr__(self, "content_key", "value")
+        if self.role_key == self.content_key:
+            raise ValueError(
+                f"role_key= and content_key= are both {self.role_key!r}: a message's role and content need keys of their own"
+            )
         added = ((TOOL_ROLE,) if self.tools else ()) + ((DEVELOPER_ROLE,) if self.harmony else ())
         added += (FUNCTION_ROLE,) if self.legacy_functions else ()
         extra = tuple(role for role in added if role not in self.roles)
