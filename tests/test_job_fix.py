@@ -142,13 +142,13 @@ def test_each_distinct_failing_value_is_repaired_once(tmp_path, monkeypatch):
     import chatgate.fixes as fixes
 
     repaired: list[int] = []
-    real = fixes.repair_array
+    real = fixes.repaired_values
 
     def counting(values, *args, **kwargs):
         repaired.append(len(values))
         return real(values, *args, **kwargs)
 
-    monkeypatch.setattr(fixes, "repair_array", counting)
+    monkeypatch.setattr(fixes, "repaired_values", counting)
     value = _j(("human", "Hi"), ("gpt", "Hello"))
     path = str(tmp_path / "copies")
     write_deltalake(path, pa.table({"id": list(range(5000)), "messages": [value] * 5000}))

@@ -110,9 +110,9 @@ def test_each_distinct_text_is_repaired_once(monkeypatch):
     calls = []
     real = repair_module._repair_failing
 
-    def counting(value, *args):
+    def counting(value, *args, **kwargs):
         calls.append(value)
-        return real(value, *args)
+        return real(value, *args, **kwargs)
 
     monkeypatch.setattr(repair_module, "_repair_failing", counting)
     repair_array(pa.array(TEXTS * 3), "safe", FMT)

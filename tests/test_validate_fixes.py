@@ -287,14 +287,15 @@ def _without_api_columns(frame):
 
 def repeated_failures(kind: str, monkeypatch) -> tuple[object, list[str], list[str]]:
     """A table of 20,000 rows, half of them failing with one of 3 values (DuckDB's UDF gets them in
-    several batches), and the list of the values `repair_array` is given."""
+    several batches), and the list of the values `repaired_values` is given."""
     repaired: list[str] = []
+    real = fixes.repaired_values
 
-    def counting(array, repairs, fmt):
+    def counting(array, names, fmt):
         repaired.extend(array.to_pylist())
-        return repair_array(array, repairs, fmt)
+        return real(array, names, fmt)
 
-    monkeypatch.setattr(fixes, "repair_array", counting)
+    monkeypatch.setattr(fixes, "repaired_values", counting)
     bad = [json.dumps([m("human", f"Hi {n}")]) for n in range(3)]
     columns = {"id": list(range(20_000)), "messages": [bad[i % 3] if i % 2 else json.dumps([m("user", "ok")]) for i in range(20_000)]}
     table = {"polars": pl.DataFrame, "pandas": pd.DataFrame}.get(kind, lambda c: ibis.memtable(pa.table(c)))(columns)

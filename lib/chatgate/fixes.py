@@ -11,7 +11,7 @@ table of the input's own kind, as the extracts do. The engine adds the columns
 - a Polars or pandas frame is computed in memory, in one go;
 - an Ibis table of another backend is read into Arrow and comes back as a memtable.
 
-Repairs go through `rules.repair_array`, the function every engine uses, with the
+Repairs go through `rules.repaired_values` (`repair_array`'s function), which every engine uses, with the
 step's own options, and the row is then judged again by the step's own check (its
 tools and images columns included). Each distinct failing value is repaired once: per
 batch, and across batches through a memo (bounded, `MEMO_VALUES`) that lives as long as
@@ -33,9 +33,9 @@ from .names import FIXES, REASON, REASONS
 from .rules import (
     ChatCheck,
     RowCheck,
-    repair_array,
     repair_names,
     repair_value,
+    repaired_values,
     row_problems,
     row_problems_array,
 )
@@ -113,6 +113,10 @@ class _Fix(NamedTuple):
     applied: list[str]
 
 
+_NOTHING = _Fix(None, [])
+"""The fix of a value that passes: nothing applied (its value is the row's own)."""
+
+
 @dataclass
 class StepRepairs:
     """Repairs a chat step's column in failing rows: its repaired value, the repairs applied, the
@@ -162,8 +166,8 @@ class StepRepairs:
         fmt = self.check.fmt
         if isinstance(values, list):  # what Arrow can't hold: `repair_array`'s function, value by value
             return [_Fix(*repair_value(python[row], self.names, fmt)[:2]) for row in rows]
-        fixed, applied, _ = repair_array(values.take(pa.array(rows, pa.int64())), self.repairs, fmt)
-        return [_Fix(value, names) for value, names in zip(fixed.to_pylist(), applied.to_pylist())]
+        repaired = repaired_values(values.take(pa.array(rows, pa.int64())), self.names, fmt)
+        return [_NOTHING if done is None else _Fix(done.value, done.applied) for done in repaired]
 
 
 def fixed_data(engine: Engine, step: Step, repairs: str | Iterable[str]) -> Any:

@@ -46,6 +46,7 @@ from .repairs.repair import (
     repair_array,
     repair_names,
     repair_value,
+    repaired_values,
 )
 from .trainers.profiles import format_from, sample_profile
 
@@ -97,6 +98,7 @@ __all__ = [
     "repair_array",
     "repair_names",
     "repair_value",
+    "repaired_values",
     "format_from",
     "sample_profile",
     "value_format",

@@ -47,6 +47,7 @@ from ..conversation.spec import ChatFormat
 from ..trainers.profiles import format_from
 from .fixes import (
     DEFAULT_ROLE_MAP,
+    JOINER,
     REPAIR_PRESETS,
     REPAIRS,
     TEXT,
@@ -66,6 +67,7 @@ __all__ = [
     "repair_array",
     "repair_names",
     "repair_value",
+    "repaired_values",
 ]
 
 _BY_NAME = {r.name: r for r in REPAIRS}
@@ -154,22 +156,56 @@ def repair_value(value: Any, names: Iterable[str], fmt: ChatFormat) -> Repaired:
     return _repair_failing(value, problem_of(value, fmt), frozenset(names), fmt)
 
 
-def _repair_failing(value: Any, reason: str | None, names: frozenset[str], fmt: ChatFormat) -> Repaired:
-    """The named repairs of a value whose code is `reason`, each while the value still fails."""
-    if reason == TOO_LARGE:
-        return Repaired(value, [], reason)  # never read, so never repaired
+def _repair_failing(
+    value: Any, reason: str | None, names: frozenset[str], fmt: ChatFormat, *, audit: bool = True
+) -> Repaired:
+    """The named repairs of a value whose code is `reason`, each while the value still fails.
+
+    With `audit=False` (a caller that judges the repaired values itself) the code after them is
+    the repaired messages' own, not that of the value written back in its form."""
+    if reason is None or reason == TOO_LARGE:
+        return Repaired(value, [], reason)  # a too large value is never read, so never repaired
     work = _Work(value, fmt)
+    # A repaired value whose text was small stays under the size limit: it isn't measured again.
+    sized = stays_under_limit(value, fmt)
     applied: list[str] = []
     for chosen in REPAIRS:
         if reason is None:
             break
         if chosen.name in names and work.apply(chosen):
             applied.append(chosen.name)
-            reason = problem_of(work.current(), fmt)
+            reason = problem_of(work.current(), fmt, sized=sized)
     if not applied:
         return Repaired(value, [], reason)
     fixed = work.result()
-    return Repaired(fixed, applied, problem_of(fixed, fmt))
+    return Repaired(fixed, applied, problem_of(fixed, fmt) if audit else reason)
+
+
+def stays_under_limit(value: Any, fmt: ChatFormat) -> bool:
+    """Can no repair make this value larger than `max_value_bytes=`? Only JSON text is vouched for.
+
+    Decoded, a text of L bytes measures at most 8 L (`sizes`: a one-byte number counts 8; a text
+    no more than its JSON form). The repairs drop messages, decode a string's text (shorter),
+    rename a message's role to an allowed one, and join two messages' contents with `JOINER`,
+    one message fewer; a text of L bytes holds at most L messages. So the repaired value
+    measures at most (8 + longest role + len(JOINER)) L, with L at most 4 bytes per character.
+
+    >>> stays_under_limit('[{"role": "user", "content": "Hi"}]', ChatFormat())
+    True
+    >>> stays_under_limit("x" * 2**20, ChatFormat(max_value_bytes=2**20))
+    False
+    """
+    limit = fmt.max_value_bytes
+    if limit is None:
+        return True
+    if isinstance(value, str):
+        size = 4 * len(value)
+    elif isinstance(value, (bytes, bytearray)):
+        size = len(value)
+    else:
+        return False
+    longest_role = max((len(role.encode("utf-8", "surrogatepass")) for role in fmt.role_set), default=0)
+    return size * (8 + longest_role + len(JOINER)) <= limit
 
 
 class _Work:
@@ -285,8 +321,21 @@ def _repair_array(
     return fixed, pa.array(applied, _APPLIED_TYPE), pa.array(after, pa.string())
 
 
+def repaired_values(array: pa.Array, names: Iterable[str], fmt: ChatFormat) -> list[Repaired | None]:
+    """Each value of `array` repaired as `repair_array` repairs it (`names` as `repair_names` gives
+    them), None for one that passes, for a caller that builds the fixed column and judges it
+    itself: no array is built here, and the code after the repairs is the repaired messages' own."""
+    if pa.types.is_string_view(array.type) or pa.types.is_binary_view(array.type):
+        array = array.cast(_large(array.type))
+    reasons = check_array(array, fmt)
+    failing = pc.indices_nonzero(reasons.is_valid())
+    values = python_values(array if len(failing) == len(array) else array.take(failing))
+    done = iter(_repair_values(values, reasons.drop_null().to_pylist(), frozenset(names), fmt, audit=False))
+    return [next(done) if valid else None for valid in reasons.is_valid().to_pylist()]
+
+
 def _repair_values(
-    values: list[Any], reasons: list[str | None], names: frozenset[str], fmt: ChatFormat
+    values: list[Any], reasons: list[str | None], names: frozenset[str], fmt: ChatFormat, *, audit: bool = True
 ) -> list[Repaired]:
     """Repair each value; equal texts (a batch repeats them) and missing values are repaired once."""
     seen: dict[Any, Repaired] = {}
@@ -295,7 +344,7 @@ def _repair_values(
         once = value is None or isinstance(value, (str, bytes))
         result = seen.get(value) if once else None
         if result is None:
-            result = _repair_failing(value, reason, names, fmt)
+            result = _repair_failing(value, reason, names, fmt, audit=audit)
             if once:
                 seen[value] = result
         out.append(result)
