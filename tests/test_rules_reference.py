@@ -354,7 +354,6 @@ PARAMETERS = examples(
         {"role_key": "from", "content_key": "value"},
         "empty_content",
     ),
-    ("same-role-and-content-key", [{"role": "user"}], {"content_key": "role"}, None),
     (
         "keys-swapped",
         [{"role": "x", "content": "user"}],
@@ -551,6 +550,7 @@ BAD_ARGUMENTS = [
         id="first_role-not-in-custom-roles",
     ),
     pytest.param({"first_role": ""}, ValueError, id="first_role-empty-string"),
+    pytest.param({"content_key": "role"}, ValueError, id="same-role-and-content-key"),
 ]
 
 
