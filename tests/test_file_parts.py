@@ -398,3 +398,19 @@ def test_the_kept_failing_rows_go_to_duckdbs_spill_folder(tmp_path, monkeypatch,
     assert inside == [spill, spill] and not (tmp_path / ".tmp").exists()
     if spill:
         assert not any(folder.iterdir())
+
+
+@pytest.mark.parametrize("why", ["a file", "not writable"])
+def test_a_spill_folder_that_cant_be_used_leaves_the_kept_rows_in_the_system_temp_folder(tmp_path, monkeypatch, why):
+    """A --temp-dir DuckDB never had to spill to may be a file or read-only: the kept rows go to the
+    system's temp folder instead of failing the run."""
+    folder = tmp_path / "spill"
+    if why == "a file":
+        folder.write_text("")
+    else:
+        folder.mkdir()
+        real_access = stream.os.access
+        monkeypatch.setattr(stream.os, "access", lambda p, mode: False if str(p) == str(folder) else real_access(p, mode))
+    con = ibis.duckdb.connect(temp_directory=str(folder))
+    assert stream.spill_folder(con) is None
+    assert stream.spill_folder(ibis.duckdb.connect(temp_directory=str(tmp_path / "fine"))) == str(tmp_path / "fine")

@@ -135,7 +135,7 @@ def _stream(
 def spill_folder(backend: Any) -> str | None:
     """The folder DuckDB was told to spill to, where the kept failing rows go too (a disk chosen for
     its room); None, the system's temp folder, when none was set (DuckDB's own default is the
-    working folder's `.tmp`) or it can't be made."""
+    working folder's `.tmp`) or it can't be made or written to."""
     try:
         (folder,) = backend.con.execute("SELECT current_setting('temp_directory')").fetchone()
     except Exception:  # noqa: BLE001 - not DuckDB: the system's temp folder
@@ -146,7 +146,8 @@ def spill_folder(backend: Any) -> str | None:
         os.makedirs(folder, exist_ok=True)
     except OSError:
         return None
-    return str(folder)
+    # A folder DuckDB never had to spill to may not be writable: the job still runs.
+    return str(folder) if os.access(folder, os.W_OK | os.X_OK) else None
 
 
 DUCKDB_DEFAULT_SPILL = ".tmp"
