@@ -376,41 +376,68 @@ def test_a_second_step_orders_tied_reasons_as_one_stream(tmp_path, monkeypatch):
     assert two == one and one[2] == [("unknown_role", 2), ("no_messages", 2)]
 
 
-@pytest.mark.parametrize("spill", [True, False])
-def test_the_kept_failing_rows_go_to_duckdbs_spill_folder(tmp_path, monkeypatch, spill):
-    """The kept rows take up disk as a spill does: in DuckDB's temp_directory when it was set
-    (--temp-dir), in the system's temp folder when it wasn't (never DuckDB's default, `.tmp` in
-    the working folder); nothing is left behind."""
+def _kept_where(tmp_path, monkeypatch, con) -> list[str]:
+    """The files the workers of a run on `con` kept their failing rows in."""
     path = str(tmp_path / "chats")
     _chats_in_files(path)
     monkeypatch.setattr(stream, "PARALLEL_MIN_ROWS", 0)
-    monkeypatch.chdir(tmp_path)
-    folder = tmp_path / "spill" / "deeper"
-    con = ibis.duckdb.connect(**({"temp_directory": str(folder)} if spill else {}))
-    kept_at = []
+    kept_at: list[str] = []
     read_kept = stream._kept_rows
     monkeypatch.setattr(stream, "_kept_rows", lambda reads: kept_at.extend(r.kept.path for r in reads) or read_kept(reads))
     engine = DuckDBEngine(con=con, chunk_size=16, workers=2, progress=False)
     table, _ = store_for(engine).open_source(path, None)
     judged = engine.judge_check(table, ChatCheck("messages", ChatFormat()), dedup="off")
     assert judged.extra["failing_rows_kept"] is True and len(kept_at) == 2
-    inside = [str(folder) in p for p in kept_at]
-    assert inside == [spill, spill] and not (tmp_path / ".tmp").exists()
-    if spill:
+    return kept_at
+
+
+@pytest.mark.parametrize("spill", ["made", "there", None])
+def test_the_kept_failing_rows_go_to_duckdbs_spill_folder(tmp_path, monkeypatch, spill):
+    """The kept rows take up disk as a spill does: in DuckDB's temp_directory when it was set
+    (--temp-dir), in the system's temp folder when it wasn't (never DuckDB's default, `.tmp` in
+    the working folder); nothing is left behind, not even the folders made to hold them."""
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "spill" / "deeper"
+    if spill == "there":
+        folder.mkdir(parents=True)
+    con = ibis.duckdb.connect(**({"temp_directory": str(folder)} if spill else {}))
+    kept_at = _kept_where(tmp_path, monkeypatch, con)
+    assert [str(folder) in p for p in kept_at] == [spill is not None] * 2
+    assert not (tmp_path / ".tmp").exists()
+    if spill == "there":
         assert not any(folder.iterdir())
+    else:
+        assert not (tmp_path / "spill").exists()
+
+
+def test_a_database_files_own_spill_folder_is_left_to_duckdb(tmp_path, monkeypatch):
+    """Beside a database file DuckDB spills to `<file>.tmp`, which it makes only when it spills:
+    the kept rows go to the system's temp folder, and no such folder appears."""
+    con = ibis.duckdb.connect(str(tmp_path / "work.db"))
+    kept_at = _kept_where(tmp_path, monkeypatch, con)
+    assert not any(str(tmp_path) in p for p in kept_at)
+    assert not (tmp_path / "work.db.tmp").exists()
 
 
 @pytest.mark.parametrize("why", ["a file", "not writable"])
 def test_a_spill_folder_that_cant_be_used_leaves_the_kept_rows_in_the_system_temp_folder(tmp_path, monkeypatch, why):
-    """A --temp-dir DuckDB never had to spill to may be a file or read-only: the kept rows go to the
-    system's temp folder instead of failing the run."""
+    """A --temp-dir DuckDB never had to spill to may be a file or one that can't be written in (a
+    read-only mount: permissions don't tell): the kept rows go to the system's temp folder instead
+    of failing the run."""
     folder = tmp_path / "spill"
+    con = ibis.duckdb.connect(temp_directory=str(folder))
     if why == "a file":
         folder.write_text("")
     else:
         folder.mkdir()
-        real_access = stream.os.access
-        monkeypatch.setattr(stream.os, "access", lambda p, mode: False if str(p) == str(folder) else real_access(p, mode))
-    con = ibis.duckdb.connect(temp_directory=str(folder))
-    assert stream.spill_folder(con) is None
-    assert stream.spill_folder(ibis.duckdb.connect(temp_directory=str(tmp_path / "fine"))) == str(tmp_path / "fine")
+        mkdtemp = stream.tempfile.mkdtemp
+        monkeypatch.setattr(
+            stream.tempfile, "mkdtemp",
+            lambda prefix=None, dir=None: _refused() if dir == str(folder) else mkdtemp(prefix=prefix, dir=dir),
+        )
+    kept_at = _kept_where(tmp_path, monkeypatch, con)
+    assert not any(str(folder) in p for p in kept_at)
+
+
+def _refused():
+    raise PermissionError("read-only file system")

@@ -11,6 +11,7 @@ import contextlib
 import functools
 import logging
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -104,8 +105,7 @@ def _stream(
     """
     stream = _stream_expr(table, plan, names, dedup_on=dedup_on)
     if not (dedup_on or decide) and parts:
-        where = spill_folder(table.get_backend())
-        with tempfile.TemporaryDirectory(prefix="chatgate-kept-", dir=where, ignore_cleanup_errors=True) as folder:
+        with kept_rows_folder(table.get_backend()) as folder:
             reads = group_checks(
                 table, stream, plan, names, check,
                 parts=parts, chunk_size=chunk_size, locate=locate, kept_in=folder, kept_bytes=KEPT_ROWS_BYTES,
@@ -133,24 +133,54 @@ def _stream(
 
 
 def spill_folder(backend: Any) -> str | None:
-    """The folder DuckDB was told to spill to, where the kept failing rows go too (a disk chosen for
-    its room); None, the system's temp folder, when none was set (DuckDB's own default is the
-    working folder's `.tmp`) or it can't be made or written to."""
+    """The folder DuckDB was told to spill to (--temp-dir, a disk chosen for its room), or None when
+    it wasn't told: DuckDB's own default (`.tmp` in the working folder, `<database>.tmp` beside a
+    database file) is left to DuckDB, which makes it only when it spills."""
     try:
-        (folder,) = backend.con.execute("SELECT current_setting('temp_directory')").fetchone()
+        folder, database = backend.con.execute(
+            "SELECT current_setting('temp_directory'), "
+            "(SELECT path FROM duckdb_databases() WHERE database_name = current_database())"
+        ).fetchone()
     except Exception:  # noqa: BLE001 - not DuckDB: the system's temp folder
         return None
-    if not folder or folder == DUCKDB_DEFAULT_SPILL:
-        return None
+    defaults = {".tmp", *([f"{database}.tmp"] if database else [])}
+    return None if not folder or folder in defaults else str(folder)
+
+
+@contextlib.contextmanager
+def kept_rows_folder(backend: Any) -> Iterator[str]:
+    """A folder of its own for the failing rows the workers keep: in DuckDB's spill folder when one
+    was set (`spill_folder`), else, or when that can't be written in, in the system's temp folder.
+    Removed afterwards, with any folder made to hold it."""
+    spill = spill_folder(backend)
+    made = _make_folders(spill) if spill is not None else None
     try:
-        os.makedirs(folder, exist_ok=True)
+        folder = tempfile.mkdtemp(prefix="chatgate-kept-", dir=spill if made is not None else None)
+    except OSError:  # permissions don't tell for root, nor for a read-only mount
+        folder = tempfile.mkdtemp(prefix="chatgate-kept-")
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        for parent in reversed(made or []):
+            try:
+                os.rmdir(parent)
+            except OSError:  # DuckDB spilled there meanwhile
+                break
+
+
+def _make_folders(path: str) -> list[str] | None:
+    """Make `path` and its missing parents; the folders made, outermost first, or None when it can't be made."""
+    missing: list[str] = []
+    folder = os.path.abspath(path)
+    while not os.path.exists(folder) and os.path.dirname(folder) != folder:
+        missing.insert(0, folder)
+        folder = os.path.dirname(folder)
+    try:
+        os.makedirs(path, exist_ok=True)
     except OSError:
         return None
-    # A folder DuckDB never had to spill to may not be writable: the job still runs.
-    return str(folder) if os.access(folder, os.W_OK | os.X_OK) else None
-
-
-DUCKDB_DEFAULT_SPILL = ".tmp"
+    return missing
 
 
 def _stream_in_parts(
