@@ -5,6 +5,7 @@ and a run whose memory settings can't fit the process's limits is refused at sta
 from __future__ import annotations
 
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
+from chatgate.engines.ibis.connection import check_spill_folder, missing_folders
 from chatgate.errors import ConfigError, OutputError
 from chatgate.job import runner
 from chatgate.job.limits import ADDRESS_SPACE_BASE, ADDRESS_SPACE_PER_THREAD, check_memory_limits, size_bytes
@@ -180,6 +182,20 @@ def test_a_spill_folder_duckdb_couldnt_write_in_is_refused_before_the_check_pass
     with pytest.raises(ConfigError, match=r"temp_directory: DuckDB's spill folder .* (a file|may not write in)"):
         run(job_config(tmp_path, source, "duckdb", CHECKS, temp_directory=where))
     assert not (tmp_path / "quarantine").exists()
+
+
+def test_a_spill_folder_under_a_file_names_the_file_it_would_be_made_in(tmp_path):
+    (tmp_path / "a_file").write_text("not a folder")
+    with pytest.raises(ConfigError, match=re.escape(f"would be made in {str(tmp_path / 'a_file')!r}, which is a file")):
+        check_spill_folder(str(tmp_path / "a_file" / "spill" / "here"))
+
+
+def test_missing_folders_are_the_ones_yet_to_be_made_outermost_first(tmp_path, monkeypatch):
+    assert missing_folders(str(tmp_path)) == []
+    deep = tmp_path / "a" / "b"
+    assert missing_folders(str(deep)) == [str(tmp_path / "a"), str(deep)]
+    monkeypatch.chdir(tmp_path)
+    assert missing_folders("c") == [str(tmp_path / "c")]
 
 
 def test_a_spill_folder_yet_to_be_made_is_accepted_and_not_made(tmp_path, source):

@@ -50,10 +50,9 @@ def check_spill_folder(path: str) -> None:
     """ConfigError, before any row is read, when DuckDB couldn't spill to `path`: it is a file, lies
     under one, or the folder it is (or would be made in) can't be written in. DuckDB makes the
     folder only when it first spills, deep in a run; nothing is left behind here."""
-    folder = os.path.abspath(path)
-    while not os.path.exists(folder) and os.path.dirname(folder) != folder:
-        folder = os.path.dirname(folder)
-    where = "is" if folder == os.path.abspath(path) else f"would be made in {folder!r}, which is"
+    missing = missing_folders(path)
+    folder = os.path.dirname(missing[0]) if missing else os.path.abspath(path)
+    where = f"would be made in {folder!r}, which is" if missing else "is"
     if not os.path.isdir(folder):
         problem = f"{where} a file"
     elif not _writable(folder):
@@ -64,6 +63,16 @@ def check_spill_folder(path: str) -> None:
         f"temp_directory: DuckDB's spill folder {path!r} {problem}; name another with --temp-dir PATH "
         "(temp_directory: under embedded:)"
     )
+
+
+def missing_folders(path: str) -> list[str]:
+    """The folders of `path` (made absolute) that don't exist yet, outermost first: empty when it exists."""
+    missing: list[str] = []
+    folder = os.path.abspath(path)
+    while not os.path.exists(folder) and os.path.dirname(folder) != folder:
+        missing.insert(0, folder)
+        folder = os.path.dirname(folder)
+    return missing
 
 
 def _writable(folder: str) -> bool:

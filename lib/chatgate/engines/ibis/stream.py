@@ -28,7 +28,7 @@ from ..base import repeats_share
 from ..group_check import KEPT, KEPT_KEY, ROWS_KEY, GroupCheck, failing_tuples
 from ..parquet_files import ROW_ID, ViewPart, quote_identifier
 from ..workers import CheckPool, run_tasks
-from .connection import record_batches
+from .connection import missing_folders, record_batches
 from .plan import MAPPED, _Plan, join_value
 from .prefetch import Prefetched
 from .split import group_checks, parts_of
@@ -171,11 +171,7 @@ def kept_rows_folder(backend: Any) -> Iterator[str]:
 
 def _make_folders(path: str) -> list[str] | None:
     """Make `path` and its missing parents; the folders made, outermost first, or None when it can't be made."""
-    missing: list[str] = []
-    folder = os.path.abspath(path)
-    while not os.path.exists(folder) and os.path.dirname(folder) != folder:
-        missing.insert(0, folder)
-        folder = os.path.dirname(folder)
+    missing = missing_folders(path)
     try:
         os.makedirs(path, exist_ok=True)
     except OSError:
