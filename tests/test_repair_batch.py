@@ -9,7 +9,7 @@ import json
 import pyarrow as pa
 import pytest
 
-from chatgate.rules import ChatFormat, repair, repair_array
+from chatgate.rules import ChatFormat, repair, repair_array, repaired_values
 
 try:
     from rule_examples import msg
@@ -117,6 +117,36 @@ def test_each_distinct_text_is_repaired_once(monkeypatch):
     monkeypatch.setattr(repair_module, "_repair_failing", counting)
     repair_array(pa.array(TEXTS * 3), "safe", FMT)
     assert sorted(calls, key=str) == sorted({TEXTS[0], None, TEXTS[3]}, key=str)
+
+
+@pytest.mark.parametrize("kind", list(TEXT_ARRAYS))
+def test_repaired_values_are_repair_arrays_own(kind):
+    array = TEXT_ARRAYS[kind]()
+    fixed, applied, _ = repair_array(array, "safe", FMT)
+    done = repaired_values(array, repair_module.repair_names("safe", FMT), FMT)
+    assert [d.applied if d else [] for d in done] == applied.to_pylist() == EXPECTED_APPLIED
+    changed = [json.loads(d.value) for d in done if d and d.applied]
+    assert changed == [json.loads(fixed[i].as_py()) for i, a in enumerate(EXPECTED_APPLIED) if a]
+    assert [d is None for d in done] == [False, True, False, False, False]  # a missing value fails
+
+
+def test_a_value_too_large_to_read_is_left_unread_by_both(monkeypatch):
+    huge = json.dumps([msg("human", "x" * 2000)])
+    fmt = ChatFormat(**OPTIONS, max_value_bytes=1000)
+    array = pa.array([huge, TEXTS[0]])
+    read = []
+    real = repair_module.python_values
+
+    def recording(values):
+        read.extend(values.to_pylist())
+        return real(values)
+
+    monkeypatch.setattr(repair_module, "python_values", recording)
+    fixed, applied, after = repair_array(array, "safe", fmt)
+    done = repaired_values(array, ["map_roles", "merge_repeats"], fmt)
+    assert read == [TEXTS[0], TEXTS[0]]
+    assert fixed[0].as_py() == huge and applied.to_pylist()[0] == [] and after.to_pylist()[0] == "too_large"
+    assert done[0] is None and done[1] is not None and done[1].applied == EXPECTED_APPLIED[0]
 
 
 def test_names_are_checked_before_any_value():

@@ -291,47 +291,55 @@ def repair_array(
     names = frozenset(repair_names(repairs, fmt))
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks() if array.num_chunks else pa.array([], array.type)
-    if pa.types.is_string_view(array.type) or pa.types.is_binary_view(array.type):
-        # Arrow can't take from views: work on the large type, cast back at the end.
-        fixed, applied, after = _repair_array(array.cast(_large(array.type)), names, fmt)
-        return fixed.cast(array.type), applied, after
-    return _repair_array(array, names, fmt)
-
-
-def _repair_array(
-    array: pa.Array, names: frozenset[str], fmt: ChatFormat
-) -> tuple[pa.Array, pa.ListArray, pa.StringArray]:
-    reasons = check_array(array, fmt)
-    # The values too large to read aren't read here either.
-    readable = pc.and_(reasons.is_valid(), pc.not_equal(reasons, TOO_LARGE).fill_null(False))
-    failing = np.flatnonzero(readable.to_numpy(zero_copy_only=False))
-    if not len(failing):
-        return array, pa.array([[]] * len(array), _APPLIED_TYPE), reasons
-    rows = array.take(pa.array(failing))
-    values = python_values(rows)
-    done = _repair_values(values, reasons.take(pa.array(failing)).to_pylist(), names, fmt)
+    plain = _unviewed(array)
+    reasons, failing, done = _failing_repairs(plain, names, fmt, audit=True)
     applied: list[list[str]] = [[] for _ in range(len(array))]
     after = reasons.to_pylist()
     changed: dict[int, Any] = {}
-    for row, result in zip(failing.tolist(), done):
+    for row, result in zip(failing, done):
         applied[row], after[row] = result.applied, result.reason
         if result.applied:
             changed[row] = result.value
-    fixed = _replace(array, list(changed), list(changed.values()))
+    fixed = _replace(plain, list(changed), list(changed.values()))
+    if plain is not array:
+        fixed = fixed.cast(array.type)
     return fixed, pa.array(applied, _APPLIED_TYPE), pa.array(after, pa.string())
 
 
 def repaired_values(array: pa.Array, names: Iterable[str], fmt: ChatFormat) -> list[Repaired | None]:
     """Each value of `array` repaired as `repair_array` repairs it (`names` as `repair_names` gives
-    them), None for one that passes, for a caller that builds the fixed column and judges it
-    itself: no array is built here, and the code after the repairs is the repaired messages' own."""
-    if pa.types.is_string_view(array.type) or pa.types.is_binary_view(array.type):
-        array = array.cast(_large(array.type))
+    them), None for one that passes or is too large to read, for a caller that builds the fixed
+    column and judges it itself: no array is built here, and the code after the repairs is the
+    repaired messages' own."""
+    _, failing, done = _failing_repairs(_unviewed(array), frozenset(names), fmt, audit=False)
+    out: list[Repaired | None] = [None] * len(array)
+    for row, result in zip(failing, done):
+        out[row] = result
+    return out
+
+
+def _failing_repairs(
+    array: pa.Array, names: frozenset[str], fmt: ChatFormat, *, audit: bool
+) -> tuple[pa.StringArray, list[int], list[Repaired]]:
+    """The check's code of each value, the rows that fail and can be read, and their repairs. Only
+    those rows are read into Python: a value too large to read isn't read here either."""
     reasons = check_array(array, fmt)
-    failing = pc.indices_nonzero(reasons.is_valid())
-    values = python_values(array if len(failing) == len(array) else array.take(failing))
-    done = iter(_repair_values(values, reasons.drop_null().to_pylist(), frozenset(names), fmt, audit=False))
-    return [next(done) if valid else None for valid in reasons.is_valid().to_pylist()]
+    readable = pc.and_(reasons.is_valid(), pc.not_equal(reasons, TOO_LARGE).fill_null(False))
+    failing = np.flatnonzero(readable.to_numpy(zero_copy_only=False))
+    if not len(failing):
+        return reasons, [], []
+    rows = pa.array(failing)
+    values = python_values(array if len(failing) == len(array) else array.take(rows))
+    return reasons, failing.tolist(), _repair_values(values, reasons.take(rows).to_pylist(), names, fmt, audit=audit)
+
+
+def _unviewed(array: pa.Array) -> pa.Array:
+    """Arrow can't take from string or binary views: the array as their large type, to cast back at the end."""
+    if pa.types.is_string_view(array.type):
+        return array.cast(pa.large_string())
+    if pa.types.is_binary_view(array.type):
+        return array.cast(pa.large_binary())
+    return array
 
 
 def _repair_values(
@@ -364,6 +372,3 @@ def _replace(array: pa.Array, rows: list[int], values: list[Any]) -> pa.Array:
     index[rows] = len(array) + np.arange(len(rows))
     return pa.concat_arrays([array, replacements]).take(pa.array(index))
 
-
-def _large(dtype: pa.DataType) -> pa.DataType:
-    return pa.large_string() if pa.types.is_string_view(dtype) else pa.large_binary()
