@@ -128,6 +128,8 @@ def test_a_passing_step_an_inactive_step_a_table_step_and_an_eval_error_still_re
     broken = pb.Validate(pl.DataFrame({"m": [GOOD]})).col_vals_chat_format(columns="nope").interrogate()
     assert "column 'nope' isn't in the table" in broken.steps[0].eval_error
     assert "✗ column 'nope' isn't in the table" in broken.get_step_report(1).as_raw_html()
+    misspelt = pb.Validate(pl.DataFrame({"messages": [GOOD]})).col_vals_chat_format(columns="mesages").interrogate()
+    assert misspelt.steps[0].eval_error.endswith("; did you mean 'messages'?")
 
 
 def test_a_step_without_thresholds_failing_most_rows_is_flagged_in_its_report():

@@ -63,6 +63,12 @@ def test_a_reserved_column_in_any_case_is_named(tmp_path):
 def test_a_wrong_column_name_is_a_usage_error(lake):
     line = _one_line(_chatgate(*_flags(lake, **{"--column": "mesages"})), 2, "column 'mesages' isn't in the source")
     assert line.startswith("chatgate: config error:")
+    assert line.endswith("; did you mean 'messages'?")
+
+
+def test_a_column_name_far_from_every_column_gets_no_guess(lake):
+    line = _one_line(_chatgate(*_flags(lake, **{"--column": "zzz"})), 2, "column 'zzz' isn't in the source")
+    assert "did you mean" not in line
 
 
 def test_an_output_under_a_file_is_named(lake):

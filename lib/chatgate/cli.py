@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 import logging
 import signal
 import sys
@@ -15,7 +14,7 @@ from . import progress
 from ._version import __version__
 from .cli_errors import ShortErrorParser
 from .engines.base import DEDUP_MODES
-from .errors import ConfigError, one_line
+from .errors import ConfigError, did_you_mean, one_line
 from .job.config import load_config
 from .job.embedded import DEFAULT_MEMORY_LIMIT
 from .job.registry import BACKENDS, engine_help
@@ -250,8 +249,7 @@ def check_overrides(overrides: dict[str, Any]) -> None:
     known = override_keys()
     for key in overrides:
         if key not in known:
-            near = difflib.get_close_matches(key, sorted(known), n=1)
-            hint = f"; did you mean {near[0]!r}?" if near else f"; known: {sorted(known)}"
+            hint = did_you_mean(key, sorted(known), quote=True) or f"; known: {sorted(known)}"
             raise ConfigError(f"unknown option {key!r}{hint}")
 
 

@@ -12,31 +12,11 @@ and exits with status 2 (EXIT_USAGE).
 from __future__ import annotations
 
 import argparse
-import difflib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from .errors import did_you_mean
 from .job.runner import EXIT_USAGE
-
-
-def nearest(token: str, valid: Iterable[str]) -> str | None:
-    """The valid word closest to `token` (difflib), or None when none is close.
-
-    >>> nearest("--last-rol", ["--last-role", "--first-role"])
-    '--last-role'
-    """
-    options = list(valid)
-    bare = {v.lstrip("-"): v for v in options}
-    close = difflib.get_close_matches(token.lstrip("-"), list(bare), n=1, cutoff=0.6)
-    return bare[close[0]] if close else None
-
-
-def did_you_mean(token: str, valid: Iterable[str], *, quote: bool = False) -> str:
-    """'; did you mean X?' when a valid word is close, else ''."""
-    near = nearest(token, valid)
-    if near is None:
-        return ""
-    return f"; did you mean {near!r}?" if quote else f"; did you mean {near}?"
 
 
 class ShortErrorParser(argparse.ArgumentParser):

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import errno
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 
 class ChatgateError(Exception):
@@ -58,3 +59,23 @@ def error_chain(error: BaseException) -> Iterator[BaseException]:
         seen.add(id(link))
         yield link
         pending.extend(e for e in (link.__cause__, link.__context__) if e is not None)
+
+
+def nearest(token: str, valid: Iterable[str]) -> str | None:
+    """The valid word closest to `token` (difflib), or None when none is close.
+
+    >>> nearest("--last-rol", ["--last-role", "--first-role"])
+    '--last-role'
+    """
+    options = list(valid)
+    bare = {v.lstrip("-"): v for v in options}
+    close = difflib.get_close_matches(token.lstrip("-"), list(bare), n=1, cutoff=0.6)
+    return bare[close[0]] if close else None
+
+
+def did_you_mean(token: str, valid: Iterable[str], *, quote: bool = False) -> str:
+    """'; did you mean X?' when a valid word is close, else ''."""
+    near = nearest(token, valid)
+    if near is None:
+        return ""
+    return f"; did you mean {near!r}?" if quote else f"; did you mean {near}?"

@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from .engines.base import Dedup, Engine, Judged
-from .errors import ConfigError, SourceError
+from .errors import ConfigError, SourceError, did_you_mean
 from .names import REASON, reserved_clash
 from .rules import ChatCheck, RowCheck
 from .rules.check.token_stats import PARTIAL, TokenStats, token_partial
@@ -50,7 +50,8 @@ def preflight(
         )
     for column in check.columns:
         if column not in columns:
-            raise ConfigError(f"column {column!r} isn't in {table}; its columns are {columns}")
+            hint = did_you_mean(column, columns, quote=True)
+            raise ConfigError(f"column {column!r} isn't in {table}; its columns are {columns}{hint}")
     refuse_uncounted_token_stats(check)
 
 

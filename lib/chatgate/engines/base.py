@@ -16,7 +16,7 @@ from typing import Any, Literal, cast, get_args
 
 import pyarrow as pa
 
-from ..errors import ChatgateError
+from ..errors import ChatgateError, did_you_mean
 from ..names import REASON
 from ..rules import ChatCheck, ChatFormat, RowCheck, reason_rank
 
@@ -79,7 +79,8 @@ def require_column(table_columns: Iterable[Any], column: str) -> None:
     """KeyError naming `column` and the table's columns when it isn't one of them."""
     names = list(table_columns)
     if column not in names:
-        raise KeyError(f"column {column!r} isn't in the table; its columns are {names}")
+        hint = did_you_mean(str(column), [str(name) for name in names], quote=True)
+        raise KeyError(f"column {column!r} isn't in the table; its columns are {names}{hint}")
 
 
 def check_arguments(
