@@ -51,12 +51,12 @@ def test_per_column_checks_override_defaults():
 @pytest.mark.parametrize(
     "raw, overrides, message",
     [
-        ({**BASE, "colums": ["x"]}, {}, "unknown key 'colums'"),
-        ({**BASE, "checks": {"last_rol": "user"}}, {}, "unknown check key 'last_rol'"),
+        ({**BASE, "colums": ["x"]}, {}, "config: unknown key 'colums'; did you mean 'columns'?"),
+        ({**BASE, "checks": {"last_rol": "user"}}, {}, "checks: unknown check key 'last_rol'; did you mean 'last_role'?"),
         ({**BASE, "checks": {"last_role": "bot"}}, {}, "last_role='bot' isn't one of roles="),
         ({**BASE, "checks": {"roles": []}}, {}, "roles= is empty"),
         ({**BASE, "outputs": {"quarantine": "lake/q"}}, {}, "outputs.summary"),
-        ({**BASE, "outputs": {**BASE["outputs"], "vaild": "x"}}, {}, "unknown key 'vaild'"),
+        ({**BASE, "outputs": {**BASE["outputs"], "vaild": "x"}}, {}, "outputs: unknown key 'vaild'; did you mean 'valid'?"),
         ({**BASE, "thresholds": {"warn": 1}}, {}, "unknown level 'warn'"),
         (BASE, {"error": "lots"}, "thresholds.error: 'lots'"),
         (BASE, {"error": "1.5"}, "fraction must be below 1"),
@@ -140,7 +140,8 @@ def test_dataset_type_config_builds_its_checks_from_the_source_columns():
     [
         ({"type": "preferences"}, "dataset.type: 'preferences'"),
         ({"format": "chatty"}, "dataset.format: 'chatty'"),
-        ({"typ": "preference"}, "unknown key 'typ'"),
+        ({"typ": "preference"}, "dataset: unknown key 'typ'; did you mean 'type'?"),
+        ({"zzz": 1}, "dataset: unknown key 'zzz'; known keys: "),
     ],
 )
 def test_bad_dataset_config_names_the_key(dataset, message):
@@ -173,7 +174,7 @@ def test_embedded_settings_reach_the_jobs_duckdb(tmp_path):
     [
         ({**BASE, "embedded": {"memory_limit": "lots"}}, {}, "memory_limit: 'lots' isn't a size such as 512MB or 2GB"),
         (BASE, {"threads": 0}, "threads: 0 isn't a number of threads"),
-        ({**BASE, "embedded": {"memory": "1GB"}}, {}, "embedded: unknown key 'memory'"),
+        ({**BASE, "embedded": {"memory": "1GB"}}, {}, "embedded: unknown key 'memory'; did you mean 'memory_limit'?"),
         (BASE, {"engine": "spark", "memory_limit": "1GB"}, "embedded: memory_limit set the embedded engine's DuckDB"),
     ],
 )

@@ -7,7 +7,16 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from .config import _OUTPUT_KEYS, _given, _mapping, _merged, _named_text, _read_yaml, check_run_id
+from .config import (
+    _OUTPUT_KEYS,
+    _given,
+    _mapping,
+    _merged,
+    _named_text,
+    _read_yaml,
+    check_run_id,
+    refuse_unknown_keys,
+)
 from .locations import check_locations
 from .registry import DEFAULT_BACKEND, backend
 
@@ -26,9 +35,7 @@ def load_clean_config(path: str | Path | None, overrides: dict[str, Any]) -> Cle
     """The run id and output tables of `chatgate clean`: the flags, on top of a job config's outputs."""
     raw = _read_yaml(Path(path)) if path is not None else {}
     outputs = _merged(_mapping(raw.get("outputs"), "outputs"), overrides, _OUTPUT_KEYS)
-    unknown = set(outputs) - set(_OUTPUT_KEYS)
-    if unknown:
-        raise ConfigError(f"outputs: unknown key {sorted(unknown)[0]!r}; known keys: {', '.join(_OUTPUT_KEYS)}")
+    refuse_unknown_keys(outputs, _OUTPUT_KEYS, "outputs")
     tables = {k: _named_text(f"outputs.{k}", v) for k, v in outputs.items() if v is not None}
     if not tables:
         raise ConfigError("name the tables to clean (--quarantine, --summary, --valid, --fixed, or --config FILE)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import secrets
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 import yaml
 
 from ..engines.base import DEDUP_MODES, Dedup
-from ..errors import ConfigError
+from ..errors import ConfigError, did_you_mean
 from ..rules import (
     DATASET_TYPES,
     FORMATS,
@@ -236,12 +237,26 @@ def _given(overrides: dict[str, Any], raw: dict[str, Any], key: str, default: An
     return raw.get(key, default)
 
 
+def refuse_unknown_keys(given: Iterable[str], known: Iterable[str], where: str, *, kind: str = "key") -> None:
+    """A key of `given` outside `known` is a typo that would be ignored: ConfigError naming the first,
+    with the nearest known key, or all of them when none is near.
+
+    >>> refuse_unknown_keys({"quarantin": "q"}, ["quarantine", "summary"], "outputs")
+    Traceback (most recent call last):
+    chatgate.errors.ConfigError: outputs: unknown key 'quarantin'; did you mean 'quarantine'?
+    """
+    known = list(known)
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        hint = did_you_mean(unknown[0], known, quote=True) or f"; known keys: {', '.join(known)}"
+        raise ConfigError(f"{where}: unknown {kind} {unknown[0]!r}{hint}")
+
+
 def build_config(raw: dict[str, Any], overrides: dict[str, Any]) -> JobConfig:
     """Merge the YAML mapping and the flags, then check every key."""
-    unknown = set(raw) - TOP_KEYS
-    if unknown:
-        raise ConfigError(f"unknown key {sorted(unknown)[0]!r} in the config; known keys: {sorted(TOP_KEYS)}")
+    refuse_unknown_keys(raw, sorted(TOP_KEYS), "config")
     checks = _merged(_mapping(raw.get("checks"), "checks"), overrides, _CHECK_KEYS)
+    refuse_unknown_keys(checks, _CHECK_KEYS, "checks", kind="check key")  # not blamed on a column
     outputs = _merged(_mapping(raw.get("outputs"), "outputs"), overrides, _OUTPUT_KEYS)
     thresholds = _merged(_mapping(raw.get("thresholds"), "thresholds"), overrides, ("warning", "error", "critical"))
     columns = _given(overrides, raw, "columns")
@@ -311,9 +326,7 @@ def _flag(key: str, value: Any) -> bool:
 
 def _embedded(raw: dict[str, Any], overrides: dict[str, Any]) -> EmbeddedConfig:
     settings = dict(_mapping(raw.get("embedded"), "embedded"))
-    unknown = set(settings) - set(_EMBEDDED_KEYS)
-    if unknown:
-        raise ConfigError(f"embedded: unknown key {sorted(unknown)[0]!r}; known keys: {list(_EMBEDDED_KEYS)}")
+    refuse_unknown_keys(settings, _EMBEDDED_KEYS, "embedded")
     settings.update({k: overrides[k] for k in _EMBEDDED_KEYS if overrides.get(k) is not None})
     return EmbeddedConfig(**settings)
 
@@ -374,9 +387,7 @@ def _mapping(value: Any, key: str) -> dict[str, Any]:
 
 
 def _dataset(raw: dict[str, Any], checks: dict[str, Any]) -> DatasetConfig:
-    unknown = set(raw) - _DATASET_KEYS
-    if unknown:
-        raise ConfigError(f"dataset: unknown key {sorted(unknown)[0]!r}; known keys: {sorted(_DATASET_KEYS)}")
+    refuse_unknown_keys(raw, sorted(_DATASET_KEYS), "dataset")
     kind = raw.get("type")
     if kind not in (None, "auto", *DATASET_TYPES):
         raise ConfigError(f"dataset.type: {kind!r} isn't one of {['auto', *DATASET_TYPES]}")
@@ -424,9 +435,7 @@ def _steps(columns: Any, checks: dict[str, Any], extras: dict[str, Any]) -> tupl
 
 
 def _fmt(params: dict[str, Any], where: str) -> ChatFormat:
-    unknown = set(params) - set(_CHECK_KEYS)
-    if unknown:
-        raise ConfigError(f"{where}: unknown check key {sorted(unknown)[0]!r}; known keys: {list(_CHECK_KEYS)}")
+    refuse_unknown_keys(params, _CHECK_KEYS, where, kind="check key")
     given = {k: v for k, v in params.items() if v is not None}
     try:
         # A flag's text (or a YAML string) given to a list, map or number option is read as it.
@@ -439,9 +448,7 @@ def _fmt(params: dict[str, Any], where: str) -> ChatFormat:
 
 
 def _outputs(outputs: dict[str, Any]) -> OutputConfig:
-    unknown = set(outputs) - set(_OUTPUT_KEYS)
-    if unknown:
-        raise ConfigError(f"outputs: unknown key {sorted(unknown)[0]!r}; known keys: {', '.join(_OUTPUT_KEYS)}")
+    refuse_unknown_keys(outputs, _OUTPUT_KEYS, "outputs")
     for key in ("quarantine", "summary"):
         if outputs.get(key) is None:
             raise ConfigError(f"outputs.{key}: name where to write the {key} table (--{key} PATH)")
