@@ -24,7 +24,15 @@ from deltalake import write_deltalake
 from chatgate.errors import ChatgateError, ConfigError, SourceError
 from chatgate.job.runner import run
 from chatgate.names import FILE, LINE
-from chatgate.stores.files import array_items, cell, file_kind, line_items, parse_line, split_lines
+from chatgate.stores.files import (
+    array_items,
+    cell,
+    file_kind,
+    line_items,
+    nothing_there,
+    parse_line,
+    split_lines,
+)
 from job_helpers import job_config, read_delta
 
 CORPUS = Path(__file__).resolve().parent / "data" / "corpus"
@@ -210,6 +218,29 @@ def test_since_last_on_a_file_reads_it_whole(tmp_path, engine, backend, caplog):
         result = run(job_config(tmp_path, path, engine, {}, since="last", run_id=run_id), backend)
         assert result.steps[0].judged.units == 7
     assert "the source isn't a Delta table, so it has no versions to compare: a full run" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("given", "guess"),
+    [("chat.jsonl", "chats.jsonl"), ("lake/chat", "lake/chats"), ("lake/zzz", None), ("nowhere/chats", None)],
+)
+def test_a_source_that_isnt_there_gets_the_nearest_name_beside_it(tmp_path, engine, backend, given, guess):
+    _write(tmp_path / "chats.jsonl", LINES)
+    write_deltalake(str(tmp_path / "lake" / "chats"), pa.table({"messages": ["[]"]}))
+    with pytest.raises(SourceError) as caught:
+        run(job_config(tmp_path / "out", str(tmp_path / given), engine, {}), backend)
+    hint = "" if guess is None else f"; did you mean {str(tmp_path / guess)!r}?"
+    assert str(caught.value) == f"can't read the source {str(tmp_path / given)!r}: no file or folder is there{hint}"
+
+
+def test_the_guess_keeps_a_file_scheme_and_skips_hidden_names(tmp_path):
+    (tmp_path / "chats").mkdir()
+    (tmp_path / ".chat").mkdir()
+    assert nothing_there(f"file://{tmp_path}/chat") == f"no file or folder is there; did you mean 'file://{tmp_path}/chats'?"
+    (tmp_path / "chats").rmdir()
+    assert nothing_there(str(tmp_path / "chat")) == "no file or folder is there"
+    assert nothing_there(str(tmp_path / ".cha")) == f"no file or folder is there; did you mean {str(tmp_path / '.chat')!r}?"
+    assert nothing_there("s3://bucket/chat") == "no file or folder is there"
 
 
 @pytest.mark.parametrize(

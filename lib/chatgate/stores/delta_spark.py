@@ -36,7 +36,7 @@ from .delta_spark_sql import (
     table_ref,
 )
 from .deltalake_store import CHANGE_COLUMNS, CHANGE_DATA_FEED, INSERTED
-from .files import no_versions
+from .files import no_versions, nothing_there
 from .files_spark import open_files_spark, reads_as_files_spark, refused_file
 
 
@@ -92,6 +92,8 @@ class DeltaSparkStore(TableStore):
         dead = self.failure(error)
         if dead is not None:
             return dead
+        if _missing_local_path(error):
+            return SourceError(f"can't read the source {source!r}: {nothing_there(source)}")
         return SourceError(f"can't read the source {source!r}: {delta_log_problem(error) or spark_error_line(error)}")
 
     def _read(self, source: str, version: int | None) -> Any:
@@ -345,3 +347,10 @@ def _arrow_schema(schema: Any) -> pa.Schema:
             kind = pa.null()
         fields.append(pa.field(field.name, kind))
     return pa.schema(fields)
+
+
+def _missing_local_path(error: Exception) -> bool:
+    """Did Spark find nothing at a path of the local filesystem (where the names beside it can be listed)?"""
+    condition = getattr(error, "getCondition", lambda: None)()
+    parameters = getattr(error, "getMessageParameters", lambda: None)() or {}
+    return condition == "PATH_NOT_FOUND" and str(parameters.get("path", "")).startswith("file:")

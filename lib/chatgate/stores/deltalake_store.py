@@ -27,7 +27,7 @@ from .base import (
 from .changes import appended_files, commit_actions
 from .deltalake_errors import DeltaLogError, delta_error_text, rust_panics_logged
 from .deltalake_tables import delta_source, delta_version, is_delta, open_table, without_views
-from .files import no_versions
+from .files import no_versions, nothing_there
 from .files_duckdb import open_files, reads_as_files
 
 CHANGE_DATA_FEED = "delta.enableChangeDataFeed"
@@ -71,6 +71,8 @@ class DeltalakeStore(TableStore):
             if version is not None:
                 raise no_versions(source)
             return open_files(self.con, source), None
+        if is_local_path(source) and not os.path.exists(source.removeprefix("file://")):
+            raise SourceError(f"can't read the source {source!r}: {nothing_there(source)}")
         try:
             latest = delta_version(source)
         except DeltaLogError as exc:

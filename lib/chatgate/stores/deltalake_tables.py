@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..engines.ibis.connection import default_connection
 from .deltalake_errors import DeltaLogError, _is_remote, _one_line, _strip_file_scheme
-from .files import ACCEPTED
+from .files import ACCEPTED, nothing_there
 
 if TYPE_CHECKING:
     import ibis
@@ -104,7 +104,7 @@ def open_table(
         )
     local = Path(_strip_file_scheme(path))
     if not local.exists():
-        raise FileNotFoundError(f"no table at {path!r}: the path doesn't exist")
+        raise FileNotFoundError(f"no table at {path!r}: {nothing_there(path)}")
     if local.is_file():
         if not _is_parquet_file(local):
             raise ValueError(f"{path!r} is neither a Delta table nor a Parquet file nor JSON lines: {READS}")

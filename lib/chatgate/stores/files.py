@@ -44,7 +44,7 @@ from typing import IO, Any
 
 import pyarrow as pa
 
-from ..errors import ConfigError, SourceError
+from ..errors import ConfigError, SourceError, nearest
 from ..names import FILE, FILE_SOURCE_COLUMNS, LINE
 
 LINE_FILES = {".jsonl.gz": "gzip", ".jsonl.zst": "zstd", ".jsonl": None}
@@ -86,6 +86,25 @@ def file_kind(name: str) -> FileKind | None:
 def no_versions(source: str, which: str = "source_version") -> ConfigError:
     """The one-line refusal of a version (or `--since`) asked of a file source."""
     return ConfigError(NO_VERSIONS.format(source=source, which=which))
+
+
+def nothing_there(path: str) -> str:
+    """Why a path that doesn't exist can't be read, with the nearest name beside it when there is one
+    (a local path only: listing a bucket would cost a request)."""
+    local = path.removeprefix("file://")
+    plain = "no file or folder is there"
+    parent, name = os.path.split(local.rstrip("/"))
+    if "://" in local or not name:
+        return plain
+    try:
+        names = [n for n in os.listdir(parent or ".") if name.startswith(".") or not n.startswith(".")]
+    except OSError:
+        return plain
+    near = nearest(name, names)
+    if near is None:
+        return plain
+    scheme = "file://" if path.startswith("file://") else ""
+    return f"{plain}; did you mean {scheme + os.path.join(parent, near)!r}?"
 
 
 # --- One line, one row ------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from .files import (
     file_kind,
     file_schema,
     items_of,
+    nothing_there,
     relative_name,
     rows_batch,
 )
@@ -62,7 +63,7 @@ def source_files(source: str) -> tuple[Any, list[SourceFile], bool]:
     filesystem, path = _filesystem(source)
     info = filesystem.get_file_info(path)
     if info.type == pafs.FileType.NotFound:
-        raise SourceError(f"can't read the source {source!r}: no file or folder is there")
+        raise SourceError(f"can't read the source {source!r}: {nothing_there(source)}")
     if info.type == pafs.FileType.File:
         kind = file_kind(path)
         if kind is None:

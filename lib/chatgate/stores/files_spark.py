@@ -41,6 +41,7 @@ from .files import (
     array_items,
     file_kind,
     file_schema,
+    nothing_there,
     parse_line,
     relative_name,
     rows_batch,
@@ -75,7 +76,7 @@ def _listed(spark: Any, source: str) -> tuple[list[str], dict[str, str], bool]:
     whether it is a folder."""
     local = source.removeprefix("file://")
     if "://" not in local and not os.path.exists(local):
-        raise SourceError(f"can't read the source {source!r}: no file or folder is there")
+        raise SourceError(f"can't read the source {source!r}: {nothing_there(source)}")
     if file_kind(source) is not None:
         return [source], {}, False
     rows = (
