@@ -46,6 +46,7 @@ import pyarrow as pa
 
 from ..errors import ConfigError, SourceError, nearest
 from ..names import FILE, FILE_SOURCE_COLUMNS, LINE
+from .base import is_local_path
 
 LINE_FILES = {".jsonl.gz": "gzip", ".jsonl.zst": "zstd", ".jsonl": None}
 """One JSON object a line, and how each is compressed (longest names first)."""
@@ -91,10 +92,9 @@ def no_versions(source: str, which: str = "source_version") -> ConfigError:
 def nothing_there(path: str) -> str:
     """Why a path that doesn't exist can't be read, with the nearest name beside it when there is one
     (a local path only: listing a bucket would cost a request)."""
-    local = path.removeprefix("file://")
     plain = "no file or folder is there"
-    parent, name = os.path.split(local.rstrip("/"))
-    if "://" in local or not name:
+    parent, name = os.path.split(path.removeprefix("file://").rstrip("/"))
+    if not is_local_path(path) or not name:
         return plain
     try:
         names = [n for n in os.listdir(parent or ".") if name.startswith(".") or not n.startswith(".")]
