@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from .base import is_local_path
+
 log = logging.getLogger("chatgate")
 
 
@@ -95,7 +97,7 @@ def corrupt_commit(file: str | None, cause: str) -> str:
 def _unparsable_commit(path: str) -> str | None:
     """The name of the newest commit file of a local Delta log (among its last `_COMMITS_SEARCHED`)
     that isn't JSON lines, if any."""
-    if _is_remote(path):
+    if not is_local_path(path):
         return None
     log_dir = Path(_strip_file_scheme(path)) / "_delta_log"
     try:
@@ -247,7 +249,3 @@ class _PanicFilter:
 
 def _strip_file_scheme(path: str) -> str:
     return path.removeprefix("file://")
-
-
-def _is_remote(path: str) -> bool:
-    return "://" in path and not path.startswith("file://")

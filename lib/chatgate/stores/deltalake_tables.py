@@ -43,7 +43,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..engines.ibis.connection import default_connection
-from .deltalake_errors import DeltaLogError, _is_remote, _one_line, _strip_file_scheme
+from .base import is_local_path
+from .deltalake_errors import DeltaLogError, _one_line, _strip_file_scheme
 from .files import ACCEPTED, nothing_there
 
 if TYPE_CHECKING:
@@ -96,7 +97,7 @@ def open_table(
         return _open_delta(path, con, version=version, storage_options=storage_options, row_ids=row_ids)
     if version is not None:
         raise ValueError(f"version={version} needs a Delta table, and {path!r} isn't one")
-    if _is_remote(path):
+    if not is_local_path(path):
         if path.rstrip("/").endswith(".parquet"):
             return con.read_parquet(path)
         raise ValueError(
@@ -140,7 +141,7 @@ def delta_version(
 def is_delta(source: str | os.PathLike[str], *, storage_options: dict[str, str] | None = None) -> bool:
     """Is there a Delta table at `source`? (A local directory with `_delta_log`, or a URI.)"""
     path = os.fspath(source)
-    if not _is_remote(path):
+    if is_local_path(path):
         return (Path(_strip_file_scheme(path)) / "_delta_log").is_dir()
     from deltalake import DeltaTable
 
@@ -353,7 +354,7 @@ def _local_filesystem(path: str, snapshot: Any) -> Any:
     4x slower, and Arrow's threads dropping it at interpreter exit abort the process.
     Without a local root (a remote table), deltalake's own reader is used instead.
     """
-    if _is_remote(path):
+    if not is_local_path(path):
         return None
     import pyarrow.fs as pa_fs
 
