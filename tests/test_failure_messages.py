@@ -163,6 +163,42 @@ def test_spark_running_out_of_memory_on_a_huge_value_is_one_line(tmp_path):
 # -- the explanations, on synthetic errors -------------------------------------------------
 
 
+def test_a_call_the_dying_jvm_cant_answer_is_kept_to_the_debug_log(caplog):
+    """py4j logs it on the root logger with `logging.exception`, under the run's own one line."""
+    import logging
+
+    import py4j.java_gateway
+
+    from chatgate.engines.spark import _quiet_py4j
+
+    root, py4j_logger = logging.getLogger(), logging.getLogger("py4j")
+    filters, level = list(root.filters), py4j_logger.level
+    dying_call = compile(
+        "import logging\n"
+        "try:\n    raise ConnectionResetError('reset by peer')\n"
+        "except ConnectionResetError:\n    logging.exception('Exception while sending command.')\n",
+        py4j.java_gateway.__file__,
+        "exec",
+    )
+    try:
+        _quiet_py4j()
+        _quiet_py4j()  # each session the job starts: one filter all the same
+        assert len(root.filters) == len(filters) + 1
+        with caplog.at_level(logging.DEBUG):
+            exec(dying_call, {})
+            logging.warning("a warning of anyone else's")
+    finally:
+        root.filters[:] = filters
+        py4j_logger.setLevel(level)
+    shown = [(r.name, r.levelno, r.getMessage()) for r in caplog.records]
+    assert shown == [
+        ("chatgate", logging.DEBUG, "py4j: Exception while sending command."),
+        ("root", logging.WARNING, "a warning of anyone else's"),
+    ]
+    assert caplog.records[0].exc_info is not None  # the traceback stays in the debug log
+
+
+
 class _DeadJavaError(Exception):
     """A Py4JJavaError whose message can't be had: the JVM it would ask is gone."""
 

@@ -68,6 +68,7 @@ from __future__ import annotations
 import functools
 import logging
 import operator
+import os
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
@@ -440,10 +441,34 @@ def _master(session: SparkSession) -> str | None:
 
 def _quiet_py4j() -> None:
     """py4j logs each connection it closes, and each failed call's traceback, at INFO: kept to warnings
-    (the failures reach the run as exceptions), unless its logger was given a level already."""
+    (the failures reach the run as exceptions), unless its logger was given a level already.
+
+    A call that a dying JVM can't answer py4j logs on the root logger, traceback and all
+    (`logging.exception`): those records go to chatgate's debug log instead, as the run's own
+    error says what happened.
+    """
     py4j = logging.getLogger("py4j")
     if py4j.level == logging.NOTSET:
         py4j.setLevel(logging.WARNING)
+    root = logging.getLogger()
+    if not any(isinstance(f, _Py4jOnRoot) for f in root.filters):
+        root.addFilter(_Py4jOnRoot())
+
+
+class _Py4jOnRoot(logging.Filter):
+    """Keeps the records py4j's own code logs on the root logger to chatgate's debug log."""
+
+    def __init__(self) -> None:
+        import py4j
+
+        super().__init__()
+        self.folder = os.path.join(os.path.dirname(os.path.abspath(py4j.__file__)), "")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not os.path.abspath(record.pathname).startswith(self.folder):
+            return True
+        log.debug("py4j: %s", record.getMessage(), exc_info=record.exc_info)
+        return False
 
 
 def _quiet_accumulator_server() -> None:
