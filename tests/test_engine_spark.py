@@ -526,6 +526,26 @@ def test_wide_key_tells_nulls_empties_and_positions_apart(spark):
 
 
 @pytest.mark.spark
+def test_key_of_one_column_is_xxhash64_crc32_and_byte_length(spark):
+    import zlib
+
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    from chatgate.engines.spark.keys import KEYS, key_columns
+
+    # CRC-32s above 2^31 ('a', the JSON) must fit the key's int without overflow.
+    texts = ["", "a", "Hi", '[{"role": "user"}]', "\u00e9t\u00e9"]
+    df = spark.createDataFrame([(t, t.encode()) for t in texts], "s string, b binary")
+    for name, dtype in (("s", T.StringType()), ("b", T.BinaryType())):
+        keys = key_columns(F.col(name), dtype)
+        got = df.select(F.xxhash64(name).alias("x"), *(k.alias(n) for k, n in zip(keys, KEYS))).collect()
+        assert [r[KEYS[0]] for r in got] == [r["x"] for r in got]
+        assert [r[KEYS[1]] for r in got] == [zlib.crc32(t.encode()) - 2**31 for t in texts]
+        assert [r[KEYS[2]] for r in got] == [len(t.encode()) for t in texts]
+
+
+@pytest.mark.spark
 def test_a_check_gets_only_its_columns_named_as_in_the_table(spark, engine):
     import pyarrow as pa
 

@@ -41,7 +41,7 @@ Python judged them but annotated natively (`not_messages`, or none with
 tuple whose every column is null isn't counted among the distinct values
 (`Judged.distinct_values`, counted only with dedup).
 
-The key of one column is (xxhash64, murmur3 `hash`, byte length) of its text: two
+The key of one column is (xxhash64, CRC-32, byte length) of its text: two
 different values share a key only if two independent hashes and the length all
 collide (about 2^-96 per pair). The key of several columns (or of a check that
 sees nulls) hashes every column's text followed by its null flag, in the check's

@@ -1,7 +1,7 @@
 """The Spark engine's keys: a wide key per value (or tuple of values), and safe column references.
 
-The key of one column is (xxhash64, murmur3 `hash`, byte length) of its text; of
-several columns, the same hashes over each column's text and null flag, and the
+The key of one column is (xxhash64, CRC-32, byte length) of its text; of several
+columns, xxhash64 and murmur3 `hash` over each column's text and null flag, and the
 summed lengths (see the engine's module docstring for why).
 """
 
@@ -38,9 +38,19 @@ def nulls_native(check: RowCheck) -> TypeGuard[ChatCheck]:
 
 
 def key_columns(value: Column, dtype: T.DataType) -> list[Column]:
-    """The wide key of one column's non-null values: (xxhash64, murmur3, byte length) of its text."""
+    """The wide key of one column's non-null values: (xxhash64, CRC-32, byte length) of its text.
+
+    CRC-32 is the second hash because the JVM computes it with the CPU's own instructions:
+    over 2.5 GB of chats it took 0.55 s more than the scan on 2 cores, murmur3 `hash` 1.35 s.
+    It is shifted into an int's range.
+    """
     text = key_text(value, dtype)
-    return [F.xxhash64(text), F.hash(text), F.octet_length(text)]
+    crc = F.crc32(text.cast("binary")) - F.lit(_INT_SHIFT)
+    return [F.xxhash64(text), crc.cast("int"), F.octet_length(text)]
+
+
+_INT_SHIFT = 2**31
+"""CRC-32 is in [0, 2^32): less 2^31, it fits an int (H2's type) without overflow."""
 
 
 def wide_key_columns(texts: list[Column]) -> list[Column]:
