@@ -198,7 +198,6 @@ def test_a_call_the_dying_jvm_cant_answer_is_kept_to_the_debug_log(caplog):
     assert caplog.records[0].exc_info is not None  # the traceback stays in the debug log
 
 
-
 class _DeadJavaError(Exception):
     """A Py4JJavaError whose message can't be had: the JVM it would ask is gone."""
 
