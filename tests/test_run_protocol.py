@@ -328,6 +328,8 @@ for round_ in ("fresh", "existing"):
 """
 
 
+# Two JVMs take over a minute; the duckdb case and the in-process Spark conflict tests above stay fast.
+@pytest.mark.parametrize("engine", ["duckdb", pytest.param("spark", marks=[pytest.mark.spark, pytest.mark.slow])])
 def test_concurrent_runs_on_the_same_outputs_both_land(tmp_path, engine):
     source, table = _source(tmp_path, rows=80)
     barrier = tmp_path / "barrier"

@@ -11,9 +11,11 @@ reference, and every engine (local, DuckDB, Spark) on JSON text and native list 
 
 from __future__ import annotations
 
+import atexit
 import json
 import pickle
 import re
+import shutil
 import sys
 import tempfile
 
@@ -114,6 +116,8 @@ def _tekken(path):
 
 
 _TMP = tempfile.mkdtemp(prefix="chatgate-tokens-")
+# Spark workers reload these files by path, so they live until the session ends.
+atexit.register(shutil.rmtree, _TMP, ignore_errors=True)
 _BPE = _byte_level_bpe(f"{_TMP}/bpe.tokenizer.json")
 _NORM = _normalising(f"{_TMP}/norm.tokenizer.json")
 _TEKKEN = _tekken(f"{_TMP}/tekken.json")
