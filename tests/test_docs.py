@@ -415,6 +415,15 @@ def test_every_page_of_the_docs_is_in_the_sites_navigation():
     assert listed == {page.relative_to(DOCS).as_posix() for page in DOCS.rglob("*.md")}
 
 
+def test_every_method_the_api_page_lists_is_in_the_reference():
+    """The Python API page says each method it lists after `interrogate()` is in the reference."""
+    listed = (DOCS / "api.md").read_text().split("After `interrogate()`:", 1)[1].split("Each is in the", 1)[0]
+    names = {n for n in re.findall(r"`(\w+)(?:\(|`)", listed) if not n.endswith("_")}  # not the columns
+    members = set(re.findall(r"^\s+- (\w+)$", (DOCS / "reference.md").read_text(), flags=re.M))
+    assert len(names) >= 15
+    assert names - members == set(), "listed on docs/api.md but not in docs/reference.md's members"
+
+
 def test_every_test_the_promises_name_exists():
     section = (DOCS / "promises.md").read_text().split("# What we promise", 1)[1]
     named = 0
