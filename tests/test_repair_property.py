@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chatgate.rules import REPAIRS, first_problem, repair, repair_names
-from chatgate.rules.repairs.fixes import DEFAULT_ROLE_MAP
+from chatgate.rules.base.values import parse_json
+from chatgate.rules.repairs.fixes import DEFAULT_ROLE_MAP, _opens_a_string
 
 try:
     from strategies import cases, json_text
@@ -180,3 +181,25 @@ def test_a_repaired_value_stays_within_the_size_bound_of_its_text(value, opts, d
     assert value_bytes(json.loads(got.value)) <= bound
     assert stays_under_limit(text, format_from(**opts, max_value_bytes=bound))
     assert not stays_under_limit(text, format_from(**opts, max_value_bytes=bound - 1))
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=6,
+)
+JSON_SPACE = st.sampled_from([" ", "\t", "\n", "\r", "\u00a0", "\ufeff", "\x0b"])
+
+
+@SETTINGS
+@given(
+    st.lists(JSON_SPACE, max_size=3).map("".join),
+    st.one_of(st.text(max_size=20), JSON_VALUES.map(json.dumps), st.builds(json.dumps, st.text(max_size=20))),
+    st.booleans(),
+)
+def test_decode_text_skips_only_texts_that_cant_be_a_json_string(space, body, as_bytes):
+    """The quick test before decoding says no only where decoding would find no string."""
+    text = space + body
+    value = text.encode("utf-8", "surrogatepass") if as_bytes else text
+    if not _opens_a_string(value):
+        assert not isinstance(parse_json(value), str)

@@ -16,6 +16,7 @@ kind of content) can't be joined: those messages are left as they are.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any, NamedTuple
@@ -52,6 +53,11 @@ _UNJOINED_ROLES = frozenset({TOOL_ROLE, FUNCTION_ROLE})
 """Roles whose consecutive messages are never merged: they answer parallel calls one by one."""
 
 
+def _is_mapping(value: Any) -> bool:
+    # Most messages are dicts: the ABC check is several times slower than the type test.
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 class _Context:
     """What the repairs read of a format, worked out once per format (`context`)."""
 
@@ -67,12 +73,13 @@ class _Context:
 
     def role(self, message: Any) -> str | None:
         """The role the check reads of a message; None for one that isn't a mapping with a string role."""
-        if not isinstance(message, Mapping):
+        # Every repair asks each message's role: the common case (a dict, a str role, no aliases) first.
+        if not _is_mapping(message):
             return None
         written = message.get(self.role_key)
-        if not isinstance(written, str):
+        if type(written) is not str and not isinstance(written, str):
             return None
-        return self.aliases.get(written, written)
+        return self.aliases.get(written, written) if self.aliases else written
 
     def content(self, message: Mapping[Any, Any]) -> Any:
         return message.get(self.content_key, MISSING)
@@ -142,7 +149,7 @@ def _with_content(message: Mapping[Any, Any], content: Any, ctx: _Context) -> di
 
 def decode_text(value: Any, ctx: _Context) -> Any:
     """A JSON string whose content is the JSON text of a message list (double-encoded) is decoded once."""
-    if not isinstance(value, TEXT_TYPES):
+    if not isinstance(value, TEXT_TYPES) or not _opens_a_string(value):
         return None
     inner = parse_json(str(value) if isinstance(value, str) else value)
     if not isinstance(inner, str):
@@ -153,6 +160,21 @@ def decode_text(value: Any, ctx: _Context) -> Any:
     return inner if isinstance(value, str) else inner.encode()
 
 
+_STRING_START = re.compile(r'[ \t\n\r]*"')
+_STRING_START_BYTES = re.compile(rb'[ \t\n\r]*"')
+
+
+def _opens_a_string(text: Any) -> bool:
+    """Could this JSON text be a string? Only if a quote comes first, after JSON's white space:
+    most failing values are lists or objects, and aren't decoded for nothing.
+
+    >>> _opens_a_string(' \\n"[]"'), _opens_a_string('[{"role": "user"}]'), _opens_a_string(b'"x"')
+    (True, False, True)
+    """
+    pattern = _STRING_START if isinstance(text, str) else _STRING_START_BYTES
+    return pattern.match(text) is not None
+
+
 def map_roles(messages: list[Any], ctx: _Context) -> list[Any] | None:
     """A role that isn't allowed but is a known alias of an allowed one is renamed (`DEFAULT_ROLE_MAP`,
     extended by `role_map=`); other roles are left as they are."""
@@ -161,8 +183,8 @@ def map_roles(messages: list[Any], ctx: _Context) -> list[Any] | None:
 
 
 def _renamed(message: Any, ctx: _Context) -> Any:
-    written = message.get(ctx.role_key) if isinstance(message, Mapping) else None
-    if not isinstance(written, str) or ctx.is_allowed(written):
+    written = message.get(ctx.role_key) if _is_mapping(message) else None
+    if not isinstance(written, str) or written in ctx.fmt.role_set or ctx.is_allowed(written):
         return message
     role = ctx.renames.get(written)
     if role is None or role not in ctx.fmt.role_set:
