@@ -195,11 +195,16 @@ JSON_SPACE = st.sampled_from([" ", "\t", "\n", "\r", "\u00a0", "\ufeff", "\x0b"]
 @given(
     st.lists(JSON_SPACE, max_size=3).map("".join),
     st.one_of(st.text(max_size=20), JSON_VALUES.map(json.dumps), st.builds(json.dumps, st.text(max_size=20))),
-    st.booleans(),
+    st.sampled_from([str, bytes, bytearray, memoryview]),
 )
-def test_decode_text_skips_only_texts_that_cant_be_a_json_string(space, body, as_bytes):
+def test_decode_text_skips_only_texts_that_cant_be_a_json_string(space, body, kind):
     """The quick test before decoding says no only where decoding would find no string."""
     text = space + body
-    value = text.encode("utf-8", "surrogatepass") if as_bytes else text
+    value = text if kind is str else kind(text.encode("utf-8", "surrogatepass"))
     if not _opens_a_string(value):
         assert not isinstance(parse_json(value), str)
+
+
+def test_a_value_in_a_buffer_re_cant_read_is_repaired_as_before():
+    strided = memoryview(b'"x"  "')[::2]  # not contiguous: `re` refuses it, the decoder doesn't
+    assert repair(strided, "safe") == (strided, [], "not_messages")

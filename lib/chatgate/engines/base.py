@@ -63,14 +63,14 @@ LOCAL_AUTO = AutoDedup(min_repeats=0.0)
 EMBEDDED_AUTO = AutoDedup(min_repeats=0.50)
 """Deduplicating reads the source twice and hashes every value with SHA-256 (to group
 by digest and fetch one row per group back by row id); without it, every row goes to
-the check, which runs on every core. Measured on 2 cores at 1M rows of 3 KB of JSON
+the check, which runs on every core. Measured on 2 cores at 1M rows of about 2.5 KB of JSON
 (a busy machine, so roughly): at 30% repeats, dedup took 22 s and a plain scan 16.5 s;
 by CPU count, deduplicating pays from about half the rows repeating."""
 
 EMBEDDED_PARTS_AUTO = AutoDedup(min_repeats=0.95)
 """The embedded engine when its workers would read the files in parts (see `ibis.split`):
 reading and checking then scale with the workers while dedup still reads the source twice
-and hashes every value. Measured on 2 cores at 1M rows of 3 KB of JSON (quiet machine):
+and hashes every value. Measured on 2 cores at 1M rows of about 2.5 KB of JSON (quiet machine):
 at 90% repeats the job took 7.2 s without dedup and 10.1 s with it; at 0% and 30%, 9.0 s
 and 14.6 to 16.2 s. Only near-copies of one table pay for it."""
 

@@ -172,7 +172,10 @@ def _opens_a_string(text: Any) -> bool:
     (True, False, True)
     """
     pattern = _STRING_START if isinstance(text, str) else _STRING_START_BYTES
-    return pattern.match(text) is not None
+    try:
+        return pattern.match(text) is not None
+    except (TypeError, ValueError):  # a buffer `re` can't read (a strided memoryview): the decoder decides
+        return True
 
 
 def map_roles(messages: list[Any], ctx: _Context) -> list[Any] | None:
