@@ -73,13 +73,12 @@ class _Context:
 
     def role(self, message: Any) -> str | None:
         """The role the check reads of a message; None for one that isn't a mapping with a string role."""
-        # Every repair asks each message's role: the common case (a dict, a str role, no aliases) first.
         if not _is_mapping(message):
             return None
         written = message.get(self.role_key)
-        if type(written) is not str and not isinstance(written, str):
+        if not isinstance(written, str):
             return None
-        return self.aliases.get(written, written) if self.aliases else written
+        return self.aliases.get(written, written)
 
     def content(self, message: Mapping[Any, Any]) -> Any:
         return message.get(self.content_key, MISSING)
@@ -187,7 +186,7 @@ def map_roles(messages: list[Any], ctx: _Context) -> list[Any] | None:
 
 def _renamed(message: Any, ctx: _Context) -> Any:
     written = message.get(ctx.role_key) if _is_mapping(message) else None
-    if not isinstance(written, str) or written in ctx.fmt.role_set or ctx.is_allowed(written):
+    if not isinstance(written, str) or ctx.is_allowed(written):
         return message
     role = ctx.renames.get(written)
     if role is None or role not in ctx.fmt.role_set:
