@@ -142,13 +142,13 @@ def test_each_distinct_failing_value_is_repaired_once(tmp_path, monkeypatch):
     import chatgate.fixes as fixes
 
     repaired: list[int] = []
-    real = fixes.repaired_values
+    real = fixes.repairs_and_codes
 
     def counting(values, *args, **kwargs):
         repaired.append(len(values))
         return real(values, *args, **kwargs)
 
-    monkeypatch.setattr(fixes, "repaired_values", counting)
+    monkeypatch.setattr(fixes, "repairs_and_codes", counting)
     value = _j(("human", "Hi"), ("gpt", "Hello"))
     path = str(tmp_path / "copies")
     write_deltalake(path, pa.table({"id": list(range(5000)), "messages": [value] * 5000}))

@@ -287,15 +287,15 @@ def _without_api_columns(frame):
 
 def repeated_failures(kind: str, monkeypatch) -> tuple[object, list[str], list[str]]:
     """A table of 20,000 rows, half of them failing with one of 3 values (DuckDB's UDF gets them in
-    several batches), and the list of the values `repaired_values` is given."""
+    several batches), and the list of the values `repairs_and_codes` is given."""
     repaired: list[str] = []
-    real = fixes.repaired_values
+    real = fixes.repairs_and_codes
 
-    def counting(array, names, fmt):
+    def counting(array, names, fmt, codes=None):
         repaired.extend(array.to_pylist())
-        return real(array, names, fmt)
+        return real(array, names, fmt, codes)
 
-    monkeypatch.setattr(fixes, "repaired_values", counting)
+    monkeypatch.setattr(fixes, "repairs_and_codes", counting)
     bad = [json.dumps([m("human", f"Hi {n}")]) for n in range(3)]
     columns = {"id": list(range(20_000)), "messages": [bad[i % 3] if i % 2 else json.dumps([m("user", "ok")]) for i in range(20_000)]}
     table = {"polars": pl.DataFrame, "pandas": pd.DataFrame}.get(kind, lambda c: ibis.memtable(pa.table(c)))(columns)

@@ -11,9 +11,10 @@ table of the input's own kind, as the extracts do. The engine adds the columns
 - a Polars or pandas frame is computed in memory, in one go;
 - an Ibis table of another backend is read into Arrow and comes back as a memtable.
 
-Repairs go through `rules.repaired_values` (`repair_array`'s function), which every engine uses, with the
+Repairs go through `rules.repairs_and_codes` (`repair_array`'s function), which every engine uses, with the
 step's own options, and the row is then judged again by the step's own check (its
-tools and images columns included). Each distinct failing value is repaired once: per
+tools and images columns included); a check that reads the conversation alone judges
+only the values the repairs changed, once each. Each distinct failing value is repaired once: per
 batch, and across batches through a memo (bounded, `MEMO_VALUES`) that lives as long as
 the computation, so once in all on one machine and once per partition on Spark.
 """
@@ -33,9 +34,10 @@ from .names import FIXES, REASON, REASONS
 from .rules import (
     ChatCheck,
     RowCheck,
+    check_array,
     repair_names,
     repair_value,
-    repaired_values,
+    repairs_and_codes,
     row_problems,
     row_problems_array,
 )
@@ -111,10 +113,9 @@ def with_problems(engine: Engine, check: RowCheck, rows: Any) -> Any:
 class _Fix(NamedTuple):
     value: Any
     applied: list[str]
-
-
-_NOTHING = _Fix(None, [])
-"""The fix of a value that passes: nothing applied (its value is the row's own)."""
+    code: str | None = None
+    """The code of the value after the repairs, judged alone; kept only for a check that judges the
+    value alone (`ChatCheck.judges_value_alone`), whose rows then aren't judged again."""
 
 
 @dataclass
@@ -126,12 +127,15 @@ class StepRepairs:
     repairs: str | tuple[str, ...]
     """As the user named them: a preset doesn't ask for its repairs' options, its names would."""
     names: tuple[str, ...]
+    codes: str | None = None
+    """A column of the rows holding the step's code of each row as it is given, read instead of
+    judging the failing values again (for a check that judges the value alone)."""
     memo: dict[Any, _Fix] = field(default_factory=dict)
 
     def __call__(self, columns: Columns) -> list[Values]:
         values = columns[self.check.column]
         python = _python(values)
-        fixes = self._fixes(values, python)
+        fixes = self._fixes(values, python, self._known_codes(columns))
         repaired = [fix.value if fix.applied else value for value, fix in zip(python, fixes)]
         applied = pa.array([fix.applied for fix in fixes], FIXES_TYPE)
         checked = {**{name: columns[name] for name in self.check.columns}, self.check.column: repaired}
@@ -139,10 +143,18 @@ class StepRepairs:
             after = pa.array([self.check.check_row(row) for row in _rows(checked)], pa.string())
             return [repaired, applied, after]
         fixed = pa.array(repaired, values.type)
+        if self.check.judges_value_alone:
+            return [fixed, applied, pa.array([fix.code for fix in fixes], pa.string())]
         checked[self.check.column] = fixed
         return [fixed, applied, self.check.check(pa.table(checked))]
 
-    def _fixes(self, values: Values, python: list[Any]) -> list[_Fix]:
+    def _known_codes(self, columns: Columns) -> pa.Array | None:
+        codes = columns[self.codes] if self.codes is not None and self.check.judges_value_alone else None
+        if codes is None or isinstance(codes, list) or isinstance(columns[self.check.column], list):
+            return None
+        return (codes.combine_chunks() if isinstance(codes, pa.ChunkedArray) else codes).cast(pa.string())
+
+    def _fixes(self, values: Values, python: list[Any], known: pa.Array | None) -> list[_Fix]:
         """Each row's repair, each distinct value repaired once (and remembered)."""
         keys = [_key(value) for value in python]
         found: dict[Any, _Fix] = {}
@@ -154,20 +166,29 @@ class StepRepairs:
                 found[key] = self.memo[key]
             else:
                 new[key] = row
-        for key, fix in zip(new, self._repair(values, python, list(new.values()))):
+        for key, fix in zip(new, self._repair(values, python, list(new.values()), known)):
             found[key] = fix
             if len(self.memo) < MEMO_VALUES:
                 self.memo[key] = fix
         return [found[key] for key in keys]
 
-    def _repair(self, values: Values, python: list[Any], rows: list[int]) -> list[_Fix]:
+    def _repair(self, values: Values, python: list[Any], rows: list[int], known: pa.Array | None) -> list[_Fix]:
         if not rows:
             return []
         fmt = self.check.fmt
         if isinstance(values, list):  # what Arrow can't hold: `repair_array`'s function, value by value
-            return [_Fix(*repair_value(python[row], self.names, fmt)[:2]) for row in rows]
-        repaired = repaired_values(values.take(pa.array(rows, pa.int64())), self.names, fmt)
-        return [_NOTHING if done is None else _Fix(done.value, done.applied) for done in repaired]
+            return [_Fix(*repair_value(python[row], self.names, fmt)) for row in rows]
+        taken = pa.array(rows, pa.int64())
+        given = None if known is None else known.take(taken)
+        codes, repaired = repairs_and_codes(values.take(taken), self.names, fmt, given)
+        # A value no repair changed keeps its code; only the changed ones are judged again.
+        fixes = [_Fix(done.value, done.applied) if done and done.applied else _Fix(None, [], code) for code, done in zip(codes, repaired)]
+        if self.check.judges_value_alone:
+            changed = [i for i, fix in enumerate(fixes) if fix.applied]
+            after = check_array(pa.array([fixes[i].value for i in changed], values.type), fmt).to_pylist()
+            for i, code in zip(changed, after):
+                fixes[i] = fixes[i]._replace(code=code)
+        return fixes
 
 
 def fixed_data(engine: Engine, step: Step, repairs: str | Iterable[str]) -> Any:
@@ -192,7 +213,7 @@ def fixed_data(engine: Engine, step: Step, repairs: str | Iterable[str]) -> Any:
     layout = {value if c == check.column else c: c for c in engine.columns(rows) if c != REASON}
     layout.update({FIXES: FIXES, reason: REASON})
     inputs = [*dict.fromkeys(check.columns), REASON]
-    fixed = engine.with_computed_columns(rows, inputs, added, StepRepairs(check, spec, names), layout, (value, FIXES))
+    fixed = engine.with_computed_columns(rows, inputs, added, StepRepairs(check, spec, names, REASON), layout, (value, FIXES))
     return with_problems(engine, check, fixed) if step.turns == "all" else fixed
 
 

@@ -51,12 +51,18 @@ class FixPlan:
     repairers: dict[int, StepRepairs] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for n, check in self.repaired():
+        changed: set[str] = set()  # the columns the steps so far repair
+        for n, check, reason in self.steps:
+            if not isinstance(check, ChatCheck):
+                continue
             try:
                 names = repair_names(self.repairs, check.fmt)
             except ValueError as exc:
                 raise ConfigError(f"fix: step {n} ({check.column}): {exc}") from None
-            self.repairers[n] = StepRepairs(check, self.repairs, names)
+            # The step's codes are its values' own until an earlier step repairs a column it reads.
+            codes = None if changed.intersection(check.columns) else reason
+            self.repairers[n] = StepRepairs(check, self.repairs, names, codes)
+            changed.add(check.column)
 
     def repaired(self) -> list[tuple[int, ChatCheck]]:
         """The chat steps, whose columns the repairs change."""
@@ -105,7 +111,9 @@ def _repair_steps(
         if not isinstance(check, ChatCheck):
             still = [s or code is not None for s, code in zip(still, codes)]
             continue
-        values, fixes, after = plan.repairers[n]({c: batch.column(c) for c in check.columns})
+        repairer = plan.repairers[n]
+        wanted = [*check.columns, *([repairer.codes] if repairer.codes else [])]
+        values, fixes, after = repairer({c: batch.column(c) for c in wanted})
         assert isinstance(values, pa.Array) and isinstance(fixes, pa.Array) and isinstance(after, pa.Array)
         batch = _replaced(batch, check.column, values)
         still = [s or (code is not None and now is not None) for s, code, now in zip(still, codes, after.to_pylist())]

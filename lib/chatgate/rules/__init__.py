@@ -47,6 +47,7 @@ from .repairs.repair import (
     repair_names,
     repair_value,
     repaired_values,
+    repairs_and_codes,
 )
 from .trainers.profiles import format_from, sample_profile
 
@@ -99,6 +100,7 @@ __all__ = [
     "repair_names",
     "repair_value",
     "repaired_values",
+    "repairs_and_codes",
     "format_from",
     "sample_profile",
     "value_format",

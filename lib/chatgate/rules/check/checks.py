@@ -165,8 +165,13 @@ class ChatCheck(RowCheck):
         out["images_column"] = self.images_column
         return out
 
+    @property
+    def judges_value_alone(self) -> bool:
+        """Is a row's code its conversation's own (`check_array` of the value), with no other column read?"""
+        return self.tools_column is None and self.images_column is None and not self.fmt.counts_media
+
     def check(self, batch: pa.RecordBatch | pa.Table) -> pa.StringArray:
-        if self.tools_column is None and self.images_column is None and not self.fmt.counts_media:
+        if self.judges_value_alone:
             return check_array(batch.column(self.column), self.fmt)
         return super().check(batch)
 

@@ -311,19 +311,27 @@ def repaired_values(array: pa.Array, names: Iterable[str], fmt: ChatFormat) -> l
     them), None for one that passes or is too large to read, for a caller that builds the fixed
     column and judges it itself: no array is built here, and the code after the repairs is the
     repaired messages' own."""
-    _, failing, done = _failing_repairs(_unviewed(array), frozenset(names), fmt, audit=False)
+    return repairs_and_codes(array, names, fmt)[1]
+
+
+def repairs_and_codes(
+    array: pa.Array, names: Iterable[str], fmt: ChatFormat, codes: pa.Array | None = None
+) -> tuple[list[str | None], list[Repaired | None]]:
+    """`repaired_values`, with each value's code before the repairs. `codes`, when the caller has
+    them, are `check_array`'s codes of the values, which aren't then judged again."""
+    reasons, failing, done = _failing_repairs(_unviewed(array), frozenset(names), fmt, audit=False, codes=codes)
     out: list[Repaired | None] = [None] * len(array)
     for row, result in zip(failing, done):
         out[row] = result
-    return out
+    return reasons.to_pylist(), out
 
 
 def _failing_repairs(
-    array: pa.Array, names: frozenset[str], fmt: ChatFormat, *, audit: bool
+    array: pa.Array, names: frozenset[str], fmt: ChatFormat, *, audit: bool, codes: pa.Array | None = None
 ) -> tuple[pa.StringArray, list[int], list[Repaired]]:
-    """The check's code of each value, the rows that fail and can be read, and their repairs. Only
-    those rows are read into Python: a value too large to read isn't read here either."""
-    reasons = check_array(array, fmt)
+    """The check's code of each value (`codes`, when given), the rows that fail and can be read, and
+    their repairs. Only those rows are read into Python: a value too large to read isn't read here either."""
+    reasons = check_array(array, fmt) if codes is None else codes
     readable = pc.and_(reasons.is_valid(), pc.not_equal(reasons, TOO_LARGE).fill_null(False))
     failing = np.flatnonzero(readable.to_numpy(zero_copy_only=False))
     if not len(failing):
