@@ -70,6 +70,8 @@ class _Context:
         self.is_blank = blank_checker(fmt.text_key)
         # A lead role (system, and developer with harmony) can't be a valid first turn.
         self.lead_roles = ("system", DEVELOPER_ROLE) if fmt.harmony else ("system",)
+        self.longest_role = max((len(role.encode("utf-8", "surrogatepass")) for role in fmt.role_set), default=0)
+        """The longest allowed role's size in UTF-8 bytes."""
 
     def role(self, message: Any) -> str | None:
         """The role the check reads of a message; None for one that isn't a mapping with a string role."""
@@ -201,7 +203,10 @@ def drop_empty(messages: list[Any], ctx: _Context) -> list[Any] | None:
 
 
 def _is_empty(message: Any, ctx: _Context) -> bool:
-    return ctx.role(message) is not None and ctx.is_blank(ctx.content(message)) and not ctx.has_calls(message)
+    # The content first: most messages have one, and then their role needn't be read.
+    if not _is_mapping(message) or not ctx.is_blank(ctx.content(message)):
+        return False
+    return ctx.role(message) is not None and not ctx.has_calls(message)
 
 
 def hoist_system(messages: list[Any], ctx: _Context) -> list[Any] | None:
@@ -230,18 +235,22 @@ def merge_repeats(messages: list[Any], ctx: _Context) -> list[Any] | None:
     can't be joined to the one before starts a new message.
     """
     out: list[Any] = []
+    last = None  # the role of out[-1] (a merged message keeps its first message's role)
     for message in messages:
-        merged = _merged(out[-1], message, ctx) if out else None
+        role = ctx.role(message)
+        merged = _merged(out[-1], message, ctx) if out and role == last else None
         if merged is None:
             out.append(message)
+            last = role
         else:
             out[-1] = merged
     return out if len(out) < len(messages) else None
 
 
 def _merged(first: Any, second: Any, ctx: _Context) -> dict[Any, Any] | None:
+    """`second` merged into `first`, which has the same role; None where they can't be."""
     role = ctx.role(second)
-    if role is None or role in _UNJOINED_ROLES or role != ctx.role(first) or ctx.has_calls(second):
+    if role is None or role in _UNJOINED_ROLES or ctx.has_calls(second):
         return None
     content = join_contents(ctx.content(first), ctx.content(second))
     return None if content is CANNOT else _with_content(first, content, ctx)

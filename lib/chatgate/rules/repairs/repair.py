@@ -166,14 +166,15 @@ def _repair_failing(
     if reason is None or reason == TOO_LARGE:
         return Repaired(value, [], reason)  # a too large value is never read, so never repaired
     work = _Work(value, fmt)
-    # A repaired value whose text was small stays under the size limit: it isn't measured again.
-    sized = stays_under_limit(value, fmt)
+    sized = None
     applied: list[str] = []
     for chosen in REPAIRS:
         if reason is None:
             break
         if chosen.name in names and work.apply(chosen):
             applied.append(chosen.name)
+            if sized is None:  # a repaired value whose text was small isn't measured again
+                sized = stays_under_limit(value, fmt)
             reason = problem_of(work.current(), fmt, sized=sized)
     if not applied:
         return Repaired(value, [], reason)
@@ -204,8 +205,7 @@ def stays_under_limit(value: Any, fmt: ChatFormat) -> bool:
         size = len(value)
     else:
         return False
-    longest_role = max((len(role.encode("utf-8", "surrogatepass")) for role in fmt.role_set), default=0)
-    return size * (8 + longest_role + len(JOINER)) <= limit
+    return size * (8 + context(fmt).longest_role + len(JOINER)) <= limit
 
 
 class _Work:
