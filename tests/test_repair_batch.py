@@ -152,3 +152,33 @@ def test_a_value_too_large_to_read_is_left_unread_by_both(monkeypatch):
 def test_names_are_checked_before_any_value():
     with pytest.raises(ValueError, match="needs first_role="):
         repair_array(pa.array(TEXTS), "drop_leading", FMT)
+
+
+def test_the_cycle_collector_is_paused_during_the_repairs_and_left_as_it_was(monkeypatch):
+    import gc
+
+    seen = []
+    real = repair_module._repair_failing
+
+    def recording(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(repair_module, "_repair_failing", recording)
+    assert gc.isenabled()
+    repair_array(pa.array(TEXTS), "safe", FMT)
+    assert seen and not any(seen) and gc.isenabled()
+    gc.disable()
+    try:
+        repair_array(pa.array(TEXTS), "safe", FMT)
+        assert not gc.isenabled()  # a caller's choice is kept
+    finally:
+        gc.enable()
+
+    def failing(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(repair_module, "_repair_failing", failing)
+    with pytest.raises(RuntimeError):
+        repair_array(pa.array(TEXTS), "safe", FMT)
+    assert gc.isenabled()

@@ -35,6 +35,7 @@ from .rules import (
     ChatCheck,
     RowCheck,
     check_array,
+    cycle_collector_paused,
     repair_names,
     repair_value,
     repairs_and_codes,
@@ -133,6 +134,10 @@ class StepRepairs:
     memo: dict[Any, _Fix] = field(default_factory=dict)
 
     def __call__(self, columns: Columns) -> list[Values]:
+        with cycle_collector_paused():
+            return self._repaired(columns)
+
+    def _repaired(self, columns: Columns) -> list[Values]:
         values = columns[self.check.column]
         python = _python(values)
         fixes = self._fixes(values, python, self._known_codes(columns))

@@ -24,7 +24,7 @@ from ..engines.lakehouse import LakehouseEngine
 from ..errors import ConfigError
 from ..fixes import StepRepairs
 from ..names import FIXES, REASON_BEFORE, RUN_ID
-from ..rules import ChatCheck, RowCheck, repair_names
+from ..rules import ChatCheck, RowCheck, cycle_collector_paused, repair_names
 
 _PREFIX = "__chatgate_fix_"
 BEFORE = f"{_PREFIX}before__"
@@ -84,6 +84,11 @@ class FixPlan:
 
 def fix_batch(plan: FixPlan, batch: pa.RecordBatch) -> list[pa.Array]:
     """The added columns (`FixPlan.added`) of a batch of failing rows."""
+    with cycle_collector_paused():
+        return _fixed_columns(plan, batch)
+
+
+def _fixed_columns(plan: FixPlan, batch: pa.RecordBatch) -> list[pa.Array]:
     step_codes = [batch.column(reason).to_pylist() for _, _, reason in plan.steps]
     before = [_first_code(codes) for codes in zip(*step_codes)]
     still, repaired = _repair_steps(plan, batch, step_codes)
