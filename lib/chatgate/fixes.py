@@ -115,8 +115,8 @@ class _Fix(NamedTuple):
     value: Any
     applied: list[str]
     code: str | None = None
-    """The code of the value after the repairs, judged alone; kept only for a check that judges the
-    value alone (`ChatCheck.judges_value_alone`), whose rows then aren't judged again."""
+    """The code of the value after the repairs, judged alone: a check that judges the value alone
+    (`ChatCheck.judges_value_alone`) reads it instead of judging the row again."""
 
 
 @dataclass
