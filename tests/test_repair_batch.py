@@ -154,6 +154,7 @@ def test_names_are_checked_before_any_value():
         repair_array(pa.array(TEXTS), "drop_leading", FMT)
 
 
+
 def test_the_cycle_collector_is_paused_during_the_repairs_and_left_as_it_was(monkeypatch):
     import gc
 
@@ -182,3 +183,33 @@ def test_the_cycle_collector_is_paused_during_the_repairs_and_left_as_it_was(mon
     with pytest.raises(RuntimeError):
         repair_array(pa.array(TEXTS), "safe", FMT)
     assert gc.isenabled()
+
+
+def test_the_pause_lasts_until_the_last_thread_is_done():
+    import gc
+    import threading
+
+    from chatgate.rules.base.collector import collector_paused
+
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+    during: list[bool] = []
+
+    def first():
+        with collector_paused():
+            first_in.set()
+            second_in.wait(5)
+        first_out.set()
+
+    def second():
+        first_in.wait(5)
+        with collector_paused():
+            second_in.set()
+            first_out.wait(5)
+            during.append(gc.isenabled())
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert during == [False] and gc.isenabled()

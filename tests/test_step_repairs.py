@@ -6,6 +6,7 @@ codes that an earlier step's repairs made stale."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pyarrow as pa
 import pytest
@@ -29,18 +30,19 @@ SETTINGS = settings(
 
 
 def judging_every_row(monkeypatch: pytest.MonkeyPatch) -> None:
-    """StepRepairs as it was before the shortcuts: every row judged again by the step's check."""
+    """StepRepairs without the shortcuts: every row judged again, row by row, by the step's check
+    (`RowCheck.check`, the reference the batch check is held to)."""
     monkeypatch.setattr(ChatCheck, "judges_value_alone", property(lambda self: False))
 
 
 def repaired_in_batches(
-    check: ChatCheck, repairs: str, texts: list[str | None], codes: str | None
+    check: ChatCheck, repairs: str, texts: list[str | None], codes: str | None, kind: pa.DataType = pa.string()
 ) -> list[list]:
     """The three columns StepRepairs gives, batch after batch (its memo carried across them)."""
     repairer = StepRepairs(check, repairs, tuple(repair_names(repairs, check.fmt)), codes)
     out: list[list] = [[], [], []]
     for start in range(0, len(texts), 5):
-        column = pa.array(texts[start : start + 5], pa.string())
+        column = pa.array(texts[start : start + 5], kind)
         given = {check.column: column, "r": check.check(pa.table({check.column: column}))}
         for kept, got in zip(out, repairer(given)):
             kept.extend(got.to_pylist())
@@ -48,17 +50,19 @@ def repaired_in_batches(
 
 
 def assert_shortcuts_agree(monkeypatch: pytest.MonkeyPatch, fmt: ChatFormat, texts: list[str | None]) -> None:
-    check = ChatCheck("m", fmt)
-    for repairs in ("safe", "all"):
-        try:
-            repair_names(repairs, fmt)
-        except ValueError:
-            continue  # a repair of "all" that this format gives nothing to aim for
-        fast = repaired_in_batches(check, repairs, texts, codes="r")
-        with monkeypatch.context() as patched:
-            judging_every_row(patched)
-            slow = repaired_in_batches(check, repairs, texts, codes="r")
-        assert fast == slow
+    """Both presets, on plain and large text, and with a size limit that makes some values too large."""
+    for limit in (None, 150):
+        check = ChatCheck("m", replace(fmt, max_value_bytes=limit))
+        for repairs, kind in (("safe", pa.string()), ("all", pa.large_string())):
+            try:
+                repair_names(repairs, fmt)
+            except ValueError:
+                continue  # a repair of "all" that this format gives nothing to aim for
+            fast = repaired_in_batches(check, repairs, texts, "r", kind)
+            with monkeypatch.context() as patched:
+                judging_every_row(patched)
+                slow = repaired_in_batches(check, repairs, texts, "r", kind)
+            assert fast == slow
 
 
 @SETTINGS
@@ -77,8 +81,10 @@ def test_the_shortcuts_agree_on_conversations_the_repairs_change(values, opts):
         assert_shortcuts_agree(monkeypatch, format_from(**opts), texts * 2)
 
 
-def test_a_value_no_repair_changes_is_not_judged_again(monkeypatch):
+def test_only_the_values_the_repairs_changed_are_judged(monkeypatch):
+    """The step's codes are read, not found again: the batch check sees the repaired value only."""
     import chatgate.fixes as fixes
+    import chatgate.rules.repairs.repair as repair_module
 
     judged: list[str] = []
     real = fixes.check_array
@@ -88,6 +94,7 @@ def test_a_value_no_repair_changes_is_not_judged_again(monkeypatch):
         return real(array, fmt)
 
     monkeypatch.setattr(fixes, "check_array", recording)
+    monkeypatch.setattr(repair_module, "check_array", recording)
     fixable = json.dumps([{"role": "human", "content": "Hi"}, {"role": "assistant", "content": "Yo"}])
     hopeless = json.dumps([{"role": "robot", "content": "Hi"}])
     check = ChatCheck("m", ChatFormat())

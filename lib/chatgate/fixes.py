@@ -11,10 +11,11 @@ table of the input's own kind, as the extracts do. The engine adds the columns
 - a Polars or pandas frame is computed in memory, in one go;
 - an Ibis table of another backend is read into Arrow and comes back as a memtable.
 
-Repairs go through `rules.repairs_and_codes` (`repair_array`'s function), which every engine uses, with the
-step's own options, and the row is then judged again by the step's own check (its
-tools and images columns included); a check that reads the conversation alone judges
-only the values the repairs changed, once each. Each distinct failing value is repaired once: per
+Repairs are `repair_array`'s (`rules.repairs_and_codes` on Arrow columns, `rules.repair_value`
+on Python values), with the step's own options, and the row is then judged again by the
+step's own check (its tools and images columns included). A check that reads the
+conversation alone takes each row's code from `pb_reason_` and judges only the values
+the repairs changed, once each. Each distinct failing value is repaired once: per
 batch, and across batches through a memo (bounded, `MEMO_VALUES`) that lives as long as
 the computation, so once in all on one machine and once per partition on Spark.
 """
@@ -35,13 +36,13 @@ from .rules import (
     ChatCheck,
     RowCheck,
     check_array,
-    cycle_collector_paused,
     repair_names,
     repair_value,
     repairs_and_codes,
     row_problems,
     row_problems_array,
 )
+from .rules.base.collector import collector_paused
 from .rules.datasets.locate_rows import ROW_PROBLEM_TYPE
 from .rules.location.locate import PROBLEM_TYPE
 from .steps import Step
@@ -134,7 +135,7 @@ class StepRepairs:
     memo: dict[Any, _Fix] = field(default_factory=dict)
 
     def __call__(self, columns: Columns) -> list[Values]:
-        with cycle_collector_paused():
+        with collector_paused():
             return self._repaired(columns)
 
     def _repaired(self, columns: Columns) -> list[Values]:
@@ -186,9 +187,11 @@ class StepRepairs:
         taken = pa.array(rows, pa.int64())
         given = None if known is None else known.take(taken)
         codes, repaired = repairs_and_codes(values.take(taken), self.names, fmt, given)
-        # A value no repair changed keeps its code; only the changed ones are judged again.
-        fixes = [_Fix(done.value, done.applied) if done and done.applied else _Fix(None, [], code) for code, done in zip(codes, repaired)]
-        if self.check.judges_value_alone:
+        fixes = [
+            _Fix(done.value, done.applied) if done and done.applied else _Fix(None, [], code)
+            for code, done in zip(codes, repaired)
+        ]
+        if self.check.judges_value_alone:  # a value no repair changed keeps its code
             changed = [i for i, fix in enumerate(fixes) if fix.applied]
             after = check_array(pa.array([fixes[i].value for i in changed], values.type), fmt).to_pylist()
             for i, code in zip(changed, after):

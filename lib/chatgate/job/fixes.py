@@ -24,7 +24,8 @@ from ..engines.lakehouse import LakehouseEngine
 from ..errors import ConfigError
 from ..fixes import StepRepairs
 from ..names import FIXES, REASON_BEFORE, RUN_ID
-from ..rules import ChatCheck, RowCheck, cycle_collector_paused, repair_names
+from ..rules import ChatCheck, RowCheck, repair_names
+from ..rules.base.collector import collector_paused
 
 _PREFIX = "__chatgate_fix_"
 BEFORE = f"{_PREFIX}before__"
@@ -84,7 +85,7 @@ class FixPlan:
 
 def fix_batch(plan: FixPlan, batch: pa.RecordBatch) -> list[pa.Array]:
     """The added columns (`FixPlan.added`) of a batch of failing rows."""
-    with cycle_collector_paused():
+    with collector_paused():
         return _fixed_columns(plan, batch)
 
 

@@ -6,7 +6,7 @@ rooms of lower layers (and from its own), never from a higher one
 
 | layer | room | what it holds |
 |---|---|---|
-| 0 | `base/` | values as they come: markers, JSON decoding, missing and blank values, sizes |
+| 0 | `base/` | values as they come: markers, JSON decoding, missing and blank values, sizes; the cycle collector paused for bulk repairs |
 | 1 | `conversation/` | `ChatFormat` (every option) and `Conversation` (what a rule reads) |
 | 2 | `formats/` | tool calls, content parts and images, reading messages (ShareGPT, Harmony) |
 | 2 | `trainers/` | the trainers' profiles and `format_from`, their options' rules, Mistral's rules |
@@ -42,7 +42,6 @@ from .repairs.repair import (
     REPAIR_PRESETS,
     REPAIRS,
     Repaired,
-    cycle_collector_paused,
     repair,
     repair_array,
     repair_names,
@@ -101,7 +100,6 @@ __all__ = [
     "repair_names",
     "repair_value",
     "repaired_values",
-    "cycle_collector_paused",
     "repairs_and_codes",
     "format_from",
     "sample_profile",

@@ -238,7 +238,7 @@ def merge_repeats(messages: list[Any], ctx: _Context) -> list[Any] | None:
     last = None  # the role of out[-1] (a merged message keeps its first message's role)
     for message in messages:
         role = ctx.role(message)
-        merged = _merged(out[-1], message, ctx) if out and role == last else None
+        merged = _merged(out[-1], message, role, ctx) if out and role == last else None
         if merged is None:
             out.append(message)
             last = role
@@ -247,9 +247,8 @@ def merge_repeats(messages: list[Any], ctx: _Context) -> list[Any] | None:
     return out if len(out) < len(messages) else None
 
 
-def _merged(first: Any, second: Any, ctx: _Context) -> dict[Any, Any] | None:
-    """`second` merged into `first`, which has the same role; None where they can't be."""
-    role = ctx.role(second)
+def _merged(first: Any, second: Any, role: str | None, ctx: _Context) -> dict[Any, Any] | None:
+    """`second` merged into `first`, both of role `role`; None where they can't be."""
     if role is None or role in _UNJOINED_ROLES or ctx.has_calls(second):
         return None
     content = join_contents(ctx.content(first), ctx.content(second))

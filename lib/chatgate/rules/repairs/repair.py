@@ -30,9 +30,7 @@ keys, in their order. Messages a repair didn't touch are the same objects.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any, NamedTuple
 
@@ -41,6 +39,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..base.collector import collector_paused
 from ..base.sizes import TOO_LARGE
 from ..check.batch import check_array, python_values
 from ..check.options import with_options
@@ -70,6 +69,7 @@ __all__ = [
     "repair_names",
     "repair_value",
     "repaired_values",
+    "repairs_and_codes",
 ]
 
 _BY_NAME = {r.name: r for r in REPAIRS}
@@ -358,7 +358,7 @@ def _repair_values(
     """Repair each value; equal texts (a batch repeats them) and missing values are repaired once."""
     seen: dict[Any, Repaired] = {}
     out = []
-    with cycle_collector_paused():
+    with collector_paused():
         for value, reason in zip(values, reasons):
             once = value is None or isinstance(value, (str, bytes))
             result = seen.get(value) if once else None
@@ -369,20 +369,6 @@ def _repair_values(
             out.append(result)
     return out
 
-
-@contextmanager
-def cycle_collector_paused() -> Iterator[None]:
-    """Decoding and repairing make many short-lived lists and dicts, and no reference cycles: their
-    counts free them, and the collector, which they would set off again and again, is paused
-    (about a tenth of the repairs' time)."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _replace(array: pa.Array, rows: list[int], values: list[Any]) -> pa.Array:
