@@ -370,7 +370,6 @@ def _repair_values(
     return out
 
 
-
 def _replace(array: pa.Array, rows: list[int], values: list[Any]) -> pa.Array:
     """`array` with `values` at `rows`, of the same type."""
     if not rows:
