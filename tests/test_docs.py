@@ -75,6 +75,8 @@ NOT_RUN = re.compile(r"<!--\s*not run:(.*?)-->")
 NEEDS_SPARK = re.compile(
     r"--engine spark|spark-submit|SPARK_REMOTE|pyspark|get_spark|SparkEngine|SparkSession"
 )
+SPARK_START = re.compile(r"^[^#\n]*(--engine spark|spark-submit)", re.M)
+"""A command line that starts a JVM of its own (a comment mentioning one doesn't)."""
 COMMAND_LINE = re.compile(
     r"^(\$ |make |\.venv/|python3? |import \w|from [\w.]+ import |SELECT |spark-submit )", re.M
 )
@@ -112,6 +114,11 @@ class Block:
 
     def needs_spark(self, engine: str) -> bool:
         return engine == "spark" if self.kind == "sql" else bool(NEEDS_SPARK.search(self.code))
+
+    @property
+    def slow(self) -> bool:
+        """Starts Spark more than once (a minute's JVMs): `make test` runs the blocks starting it once."""
+        return len(SPARK_START.findall(self.code)) > 1
 
     def shown(self) -> str | None:
         """The output shown for this block: a plain block right after it, below a line saying "prints"."""
@@ -160,6 +167,7 @@ RUNS = {
 def _param(block: Block, engine: str) -> object:
     name = f"{block.page}:line{block.line}-{block.language}" + (f"-{engine}" if block.kind == "sql" else "")
     marks = [pytest.mark.spark] if block.needs_spark(engine) else []
+    marks += [pytest.mark.slow] if block.slow else []
     return pytest.param(block, engine, id=name, marks=marks)
 
 
@@ -340,6 +348,14 @@ def test_block_runs_as_written(reader_of, request, block, engine):
     shown = block.shown()
     if shown is not None:
         assert normalized(printed) == normalized(shown), f"{block} doesn't print what the page shows"
+
+
+def test_make_test_runs_a_block_starting_spark_and_leaves_out_few():
+    starting = [b for b in ALL_BLOCKS if b.kind == "sh" and b.not_run is None and SPARK_START.search(b.code)]
+    assert [b for b in starting if not b.slow], "no block starting Spark runs in make test"
+    assert len([b for b in starting if b.slow]) <= 2, "most blocks starting Spark run in make test"
+    comment = parse("```sh\nchatgate run --engine spark   # or make spark-submit\n```\n")[0]
+    assert not comment.slow
 
 
 def test_every_block_is_run_or_says_why_not():

@@ -121,6 +121,7 @@ def test_a_mistyped_flag_is_one_short_error_under_spark_submit(lake):
     assert "usage:" not in printed
 
 
+@pytest.mark.slow  # a third JVM: reruns on Spark are in make test through tests/test_job.py
 def test_rerun_with_the_same_run_id_gives_identical_outputs(lake, first_run):
     path, _ = lake
     before = {name: _read(path / name) for name in ("chat_quarantine", "chat_summary", "chats_valid")}
