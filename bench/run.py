@@ -9,8 +9,12 @@ bench/results/results-<rows>.json and a PNG chart beside it.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import datetime
 import json
 import os
+import platform
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -25,6 +29,47 @@ from . import paths
 from .data import json_bytes, source_table
 
 RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def about_the_run(argv: list[str], rows: int, dups: list[float], repeats: int, *, spark: bool) -> dict:
+    """What the results' table says of a run: its date, commit, command, machine and data."""
+    root = Path(__file__).resolve().parents[1]
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    if git("status", "--porcelain", "--untracked-files=no"):
+        commit += " with changes not committed"
+    date = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    command = shlex.join(["python", "-m", "bench.run", *argv])
+    shares = ", ".join(f"{d:.0%}" for d in dups[:-1]) + (" and " if len(dups) > 1 else "") + f"{dups[-1]:.0%}"
+    return {
+        "date": date,
+        "machine": machine() + ("; Spark local[2]" if spark else ""),
+        "data": (
+            f"seeded synthetic Delta tables: about 2.5 KB of JSON a row, 5% defective rows, "
+            f"{shares} duplicate values"
+        ),
+        "measurements": {date: f"commit {commit}: `{command}`, medians of {repeats} runs of {rows:,} rows"},
+    }
+
+
+def machine() -> str:
+    """Cores, CPU model, memory and the load when the run started: how busy the machine was matters."""
+    model = ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    load = os.getloadavg()[0]
+    return (
+        f"{os.cpu_count()} cores ({model or platform.machine()}), {memory:.0f} GiB, {platform.system()}, "
+        f"load average {load:.1f} when the run started"
+    )
 
 
 def timed(func, repeats: int):
@@ -120,6 +165,8 @@ def main(argv=None) -> int:
     parser.add_argument("--no-embedded", action="store_true", help="measure the Spark paths only")
     parser.add_argument("--skip", default="", help="paths not to measure: comma-separated parts of their names")
     args = parser.parse_args(argv)
+    dups = [float(d) for d in args.dups.split(",")]
+    about = about_the_run(sys.argv[1:] if argv is None else list(argv), args.rows, dups, args.repeats, spark=not args.no_spark)
     RESULTS.mkdir(exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="chatgate-bench-"))
     spark, startup = None, None
@@ -138,9 +185,9 @@ def main(argv=None) -> int:
         startup = time.perf_counter() - start
         print(f"Spark start-up: {startup:.1f} s (not counted below)")
     warm_up(spark, scratch)
-    report = {"rows": args.rows, "repeats": args.repeats, "spark_startup_s": startup, "scenarios": []}
+    report = {"rows": args.rows, **about, "repeats": args.repeats, "spark_startup_s": startup, "scenarios": []}
     out = RESULTS / f"results-{args.rows}.json"
-    for dup in [float(d) for d in args.dups.split(",")]:
+    for dup in dups:
         skip = [part for part in args.skip.split(",") if part] + (["embedded", "duckdb"] if args.no_embedded else [])
         report["scenarios"].append(run_scenario(args.rows, dup, args.repeats, spark, scratch, skip))
         out.write_text(json.dumps(report, indent=2))  # what is measured survives a later failure
