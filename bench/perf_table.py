@@ -67,11 +67,11 @@ def seconds(run: dict, rows: int) -> float | None:
 
 
 def table(results: dict, paths: tuple[tuple[str, str], ...] = PATHS) -> str:
-    """The markdown table: one row per path, the seconds of each share of duplicates, when measured."""
+    """The markdown table: one row per path, the seconds of each share of duplicates, and when each
+    row was measured where the rows come from more than one run."""
     rows = results["rows"]
     scenarios = sorted(results["scenarios"], key=lambda s: s["duplicates"])
-    head = ["path", *(f"{s['duplicates']:.0%} dup" for s in scenarios), "measured"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    body = []
     for name, label in paths:
         runs = [s["runs"].get(name) for s in scenarios]
         if not any(runs):
@@ -86,7 +86,11 @@ def table(results: dict, paths: tuple[tuple[str, str], ...] = PATHS) -> str:
                 value = seconds(run, rows)
                 cells.append("" if value is None else f"{value:.1f} s")
         dates = sorted({run.get("measured", results.get("date", "")) for run in runs if run})
-        lines.append("| " + " | ".join([label, *cells, ", ".join(d for d in dates if d)]) + " |")
+        body.append((label, cells, ", ".join(d for d in dates if d)))
+    dated = len({dates for _, _, dates in body}) > 1
+    head = ["path", *(f"{s['duplicates']:.0%} dup" for s in scenarios), *(["measured"] if dated else [])]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join([label, *cells, *([dates] if dated else [])]) + " |" for label, cells, dates in body]
     return "\n".join(lines) + "\n"
 
 
@@ -128,7 +132,8 @@ def token_section(results: dict) -> str:
 
 def readme_section(results: dict) -> str:
     """The README's copy of the table: the page's columns, its `README_PATHS` rows."""
-    return f"{README_BEGIN}\n\n{table(results, README_PATHS)}\n{README_END}"
+    measured = f"\nMeasured {results['date']} on {results['machine']}.\n" if "date" in results and "machine" in results else ""
+    return f"{README_BEGIN}\n\n{table(results, README_PATHS)}{measured}\n{README_END}"
 
 
 def _between(text: str, begin: str, end: str, section_text: str) -> str:
