@@ -92,7 +92,8 @@ def _rerun_with_the_command_line(url: str, source: str, folder) -> None:
     assert done.returncode == 0, done.stderr[-4000:]
 
 
-def test_the_job_through_spark_connect_writes_what_the_classic_session_writes(tmp_path, spark, server, source):
+def _job_both_ways(tmp_path, spark, server, source) -> dict[str, list[dict]]:
+    """The job on the classic session and through Connect: the outputs, the same both ways."""
     classic = job_report(spark, source, str(tmp_path / "classic"))
     expected = _outputs(tmp_path / "classic")
     # The check really failed rows of several codes, and passed others.
@@ -102,7 +103,16 @@ def test_the_job_through_spark_connect_writes_what_the_classic_session_writes(tm
     connect = client(server.url, "job", source, str(tmp_path / "connect"))
     assert connect == _same_json(classic)
     assert _outputs(tmp_path / "connect") == expected
+    return expected
 
+
+def test_the_job_through_spark_connect_writes_what_the_classic_session_writes(tmp_path, spark, server, source):
+    _job_both_ways(tmp_path, spark, server, source)
+
+
+@pytest.mark.slow  # a third Python process and session: reruns on Spark are in make test through tests/test_job.py
+def test_a_rerun_through_spark_remote_replaces_its_rows(tmp_path, spark, server, source):
+    expected = _job_both_ways(tmp_path, spark, server, source)
     # A rerun of run-1 through Connect replaces its rows: nothing is duplicated.
     _rerun_with_the_command_line(server.url, source, tmp_path / "connect")
     assert _outputs(tmp_path / "connect") == expected

@@ -155,12 +155,12 @@ def test_readme_spark_sql_runs_over_the_outputs(lake, first_run, spark):
     assert {r["pb_reason_"] for r in by_reason} == set(REASONS)
 
 
-FAILING_AT_SCALE = 300_000
+FAILING_AT_SCALE = 150_000
 
 
 def test_hundreds_of_thousands_of_failing_values_never_reach_the_driver(tmp_path):
     # 1 MB of results on the driver stands for a billion-row table with a few percent failing
-    # under the default 1 GB: the failing keys (~40 bytes each, 12 MB here) must stay on the executors.
+    # under the default 1 GB: the failing keys (~40 bytes each, 6 MB here) must stay on the executors.
     ids = pa.array(range(FAILING_AT_SCALE), pa.int64())
     messages = pa.array([f'[{{"role": "user", "content": "question {i}"}}]' for i in range(FAILING_AT_SCALE)])
     write_deltalake(str(tmp_path / "chats"), pa.table({"id": ids, "messages": messages}))
