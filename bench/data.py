@@ -16,7 +16,11 @@ CHUNK = 100_000
 MEAN_WORDS = 95
 
 
-def source_table(rows: int, duplicate_fraction: float, defect_fraction: float = 0.05, seed: int = 1) -> str:
+DEFECTS = 0.05
+"""The share of defective rows in the benchmark's tables, but for the one with few failing rows."""
+
+
+def source_table(rows: int, duplicate_fraction: float, defect_fraction: float = DEFECTS, seed: int = 1) -> str:
     """The path of a Delta table with these properties, generated once and reused."""
     name = f"chats_{rows}_d{int(duplicate_fraction * 100)}_f{int(defect_fraction * 100)}_s{seed}"
     path = DATA_DIR / name

@@ -26,9 +26,10 @@ from pathlib import Path
 from chatgate import read_delta
 
 from . import paths
-from .data import json_bytes, source_table
+from .data import DEFECTS, json_bytes, source_table
 
 RESULTS = Path(__file__).resolve().parent / "results"
+SPARK_MASTER = "local[2]"
 
 
 def about_the_run(argv: list[str], rows: int, dups: list[float], repeats: int, *, spark: bool) -> dict:
@@ -47,9 +48,9 @@ def about_the_run(argv: list[str], rows: int, dups: list[float], repeats: int, *
     shares = ", ".join(f"{d:.0%}" for d in dups[:-1]) + (" and " if len(dups) > 1 else "") + f"{dups[-1]:.0%}"
     return {
         "date": date,
-        "machine": machine() + ("; Spark local[2]" if spark else ""),
+        "machine": machine() + (f"; Spark {SPARK_MASTER}" if spark else ""),
         "data": (
-            f"seeded synthetic Delta tables: about 2.5 KB of JSON a row, 5% defective rows, "
+            f"seeded synthetic Delta tables: about 2.5 KB of JSON a row, {DEFECTS:.0%} defective rows, "
             f"{shares} duplicate values"
         ),
         "measurements": {date: f"commit {commit}: `{command}`, medians of {repeats} runs of {rows:,} rows"},
@@ -176,7 +177,7 @@ def main(argv=None) -> int:
 
         spark = spark_session(
             "chatgate-bench",
-            master="local[2]",
+            master=SPARK_MASTER,
             extra_conf={"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "8",
                         # Room for the driver path's collect at 1M rows (about 1.8 GB); it fails beyond.
                         "spark.driver.memory": "8g", "spark.driver.maxResultSize": "4g"},
