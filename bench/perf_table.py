@@ -68,7 +68,18 @@ def seconds(run: dict, rows: int) -> float | None:
 
 def table(results: dict, paths: tuple[tuple[str, str], ...] = PATHS) -> str:
     """The markdown table: one row per path, the seconds of each share of duplicates, and when each
-    row was measured where the rows come from more than one run."""
+    row was measured where the rows come from more than one run (`from_one_run`)."""
+    scenarios = sorted(results["scenarios"], key=lambda s: s["duplicates"])
+    body = _body(results, paths)
+    dated = not from_one_run(body)
+    head = ["path", *(f"{s['duplicates']:.0%} dup" for s in scenarios), *(["measured"] if dated else [])]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join([label, *cells, *([dates] if dated else [])]) + " |" for label, cells, dates in body]
+    return "\n".join(lines) + "\n"
+
+
+def _body(results: dict, paths: tuple[tuple[str, str], ...]) -> list[tuple[str, list[str], str]]:
+    """Each path's row: its label, the cells of each share of duplicates, and the dates it was measured."""
     rows = results["rows"]
     scenarios = sorted(results["scenarios"], key=lambda s: s["duplicates"])
     body = []
@@ -87,11 +98,12 @@ def table(results: dict, paths: tuple[tuple[str, str], ...] = PATHS) -> str:
                 cells.append("" if value is None else f"{value:.1f} s")
         dates = sorted({run.get("measured", results.get("date", "")) for run in runs if run})
         body.append((label, cells, ", ".join(d for d in dates if d)))
-    dated = len({dates for _, _, dates in body}) > 1
-    head = ["path", *(f"{s['duplicates']:.0%} dup" for s in scenarios), *(["measured"] if dated else [])]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join([label, *cells, *([dates] if dated else [])]) + " |" for label, cells, dates in body]
-    return "\n".join(lines) + "\n"
+    return body
+
+
+def from_one_run(body: list[tuple[str, list[str], str]]) -> bool:
+    """Were the rows all measured on one day (or none dated)? Otherwise the table says when each was."""
+    return len({dates for _, _, dates in body}) <= 1
 
 
 def section(results: dict) -> str:
@@ -132,7 +144,9 @@ def token_section(results: dict) -> str:
 
 def readme_section(results: dict) -> str:
     """The README's copy of the table: the page's columns, its `README_PATHS` rows."""
-    measured = f"\nMeasured {results['date']} on {results['machine']}.\n" if "date" in results and "machine" in results else ""
+    # One date above the table only when no row says its own (`table`'s "measured" column).
+    one_run = from_one_run(_body(results, README_PATHS)) and "date" in results and "machine" in results
+    measured = f"\nMeasured {results['date']} on {results['machine']}.\n" if one_run else ""
     return f"{README_BEGIN}\n\n{table(results, README_PATHS)}{measured}\n{README_END}"
 
 

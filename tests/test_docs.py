@@ -525,7 +525,7 @@ def test_the_performance_page_holds_the_table_its_results_file_gives():
 def test_a_results_file_the_benchmark_writes_is_a_table_as_it_is():
     """`cp bench/results/results-1000000.json docs/performance/results.json` then `make docs`: each
     cell dated, the run's commit, command and machine said, with nothing added by hand."""
-    from bench.perf_table import section
+    from bench.perf_table import readme_section, section
     from bench.run import about_the_run
 
     about = about_the_run(["--rows", "1000", "--skip", "native SQL"], 1000, [0.0, 0.3], 3, spark=False)
@@ -538,10 +538,14 @@ def test_a_results_file_the_benchmark_writes_is_a_table_as_it_is():
     assert "medians of 3 runs of 1,000 rows" in text
     assert re.search(r"Machine: \d+ cores \(.+\), \d+ GiB, \w+, load average \d+\.\d when the run started\.", text)
     assert "0% and 30% duplicate values" in text
+    assert f"\nMeasured {date} on {about['machine']}.\n" in readme_section(results)
     runs["duckdb native SQL"] = {"seconds": 5.0, "measured": "2026-12-01"}  # kept from an earlier run
     dated = section(results)
     assert f"| embedded job (DuckDB), `--dedup auto` | 2.0 s | 2.0 s | {date} |" in dated
     assert "| native DuckDB SQL computing the same codes | 5.0 s | 5.0 s | 2026-12-01 |" in dated
+    readme = readme_section(results)  # each row dated: no single date above it
+    assert "| native DuckDB SQL computing the same codes | 5.0 s | 5.0 s | 2026-12-01 |" in readme
+    assert "Measured" not in readme
 
 
 def test_the_readme_holds_the_table_its_results_file_gives():
