@@ -8,6 +8,7 @@ import ibis
 import pyarrow as pa
 import pytest
 
+from chatgate.engines.ibis import plan as ibis_plan
 from chatgate.engines.ibis import stream
 from chatgate.engines.ibis.connection import duckdb_connection
 from chatgate.engines.ibis.duckdb import DuckDBEngine
@@ -77,6 +78,33 @@ def test_without_locate_or_on_the_value_join_nothing_is_located(tmp_path):
     assert located.locate is not None
     rows = located.locate(DuckDBEngine().failing_rows(located), "m").to_pyarrow().to_pylist()
     assert sorted((r["pb_reason_"], r["m"]) for r in rows) == [("empty_content", 0), ("no_messages", None)]
+
+
+SAME_LENGTH = [
+    '[{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]',  # passes
+    '[{"role": "bot",  "content": "a"}, {"role": "assistant", "content": "b"}]',  # unknown_role at 0
+    '[{"role": "user", "content": "a"}, {"role": "bot",       "content": "b"}]',  # unknown_role at 1
+    '[{"role": "user", "content": "a"}, {"role": "assistant", "content": "" }]',  # empty_content at 1
+]
+
+
+@pytest.mark.parametrize("failing", [1, 3])
+@pytest.mark.parametrize("dedup", ["on", "off"])
+def test_every_row_is_located_as_message_indices_locates_it_where_keys_collide(monkeypatch, failing, dedup):
+    # Only the length is left in the key: every value shares one, so the failing set files
+    # `failing` tuples under it, and the passing value's key is a failing one's.
+    monkeypatch.setattr(ibis_plan, "_keys", lambda v, length: ((length(v) * 0).cast("int64"), length(v).cast("int64")))
+    values = SAME_LENGTH[: 1 + failing] * 2
+    assert len({len(v) for v in values}) == 1
+    table = ibis.memtable({"id": list(range(len(values))), "chat": values})
+    judged = DuckDBEngine(progress=False, locate=True, join_on="hash").judge(table, "chat", ChatFormat(), dedup=dedup)
+    assert judged.locate is not None
+    rows = judged.locate(judged.annotated, "m").order_by("id").to_pyarrow()
+    codes = rows.column(judged.reason_column).combine_chunks()
+    assert codes.null_count == 2  # the passing value, twice
+    expected = message_indices(ChatCheck("chat", ChatFormat()), pa.RecordBatch.from_arrays([pa.array(values)], ["chat"]), codes)
+    assert rows.column("m").combine_chunks().cast(pa.int32()).equals(expected)
+    assert rows.column("m").to_pylist()[: 1 + failing] == [None, 0, 1, 1][: 1 + failing]
 
 
 def _two_chat_columns(path: str) -> None:

@@ -287,7 +287,10 @@ class IbisEngine(Engine):
             annotated=joined if kept is None else kept,
             reason_column=reason_column,
             deduplicated=dedup_on,
-            locate=functools.partial(_located, plan=plan, failing=failing, names=names) if locate else None,
+            locate=(
+                functools.partial(_located, plan=plan, failing=failing, names=names, reason_column=reason_column)
+                if locate else None
+            ),
             extra={
                 "backend": backend.name,
                 "columns": list(columns),

@@ -81,14 +81,24 @@ def _annotate(
     return joined.select(*[joined[c] for c in table.columns], **{reason_column: reason})
 
 
-def _located(table: ibis.Table, column: str, *, plan: _Plan, failing: ibis.Table | None, names: _Names) -> ibis.Table:
-    """`table` (failing rows) plus `column`: the message of each row's problem, as the check
-    located it for its failing tuple (the hash join's failing set holds them: see `stream`)."""
+def _located(
+    table: ibis.Table, column: str, *, plan: _Plan, failing: ibis.Table | None, names: _Names, reason_column: str
+) -> ibis.Table:
+    """`table` (annotated rows) plus `column`: the message of each row's problem, as the check
+    located it for its failing tuple (the hash join's failing set holds them: see `stream`).
+
+    A row whose `reason_column` isn't null has its own tuple in the failing set, under its key:
+    where the key files that one tuple alone (unless hashes collided), its message is that
+    entry's, found without a digest of the row (SHA-256 of every failing row's text was most of
+    a quarantine's query). Any other row is looked up by its digest."""
     nothing = ibis.literal(None, type=dt.int32)
     if failing is None:
         return table.mutate(**{column: nothing})
     joined = _joined_by_key(table, plan, failing, names)
-    return joined.select(*[joined[c] for c in table.columns], **{column: _filed(joined, names.fmessage, plan, nothing)})
+    messages = joined[names.fmessage]
+    alone = (messages.length() == 1) & joined[reason_column].notnull()
+    found = ibis.cases((alone, messages.values()[0]), else_=_filed(joined, names.fmessage, plan, nothing))
+    return joined.select(*[joined[c] for c in table.columns], **{column: found})
 
 
 def _joined_by_key(table: ibis.Table, plan: _Plan, failing: ibis.Table, names: _Names) -> ibis.Table:
