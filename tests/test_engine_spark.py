@@ -723,6 +723,36 @@ def test_memo_gives_every_row_its_own_code_and_judges_each_key_once(monkeypatch)
     assert codes.to_pylist() == [None, None] and judged == 1 and (9, 9, 9) not in memo.known
 
 
+def test_memo_stops_where_a_partitions_first_rows_hardly_repeat(monkeypatch):
+    import pyarrow as pa
+
+    from chatgate.engines import base
+    from chatgate.engines.spark import check as spark_check
+
+    def value(key):  # one value per key: odd keys pass, even ones have no messages
+        return _j(("user", f"q{key[0]}"), ("assistant", "a")) if key[0] % 2 else "[]"
+
+    monkeypatch.setattr(base, "AUTO_SAMPLE_ROWS", 200)
+    distinct = [(i, i, i) for i in range(200)]
+    for keys, active in ((distinct, False), ([(i % 150, 0, 0) for i in range(200)], True)):
+        memo = spark_check._Memo(_CountingCheck("messages", FMT))
+        batch = pa.record_batch([pa.array([value(k) for k in keys])], names=["messages"])
+        memo.codes(batch.slice(0, 100), keys[:100])
+        assert memo.active  # 100 rows of 200 looked up: not decided yet
+        codes, _ = memo.codes(batch.slice(100), keys[100:])
+        assert codes.to_pylist() == [None if k[0] % 2 else "no_messages" for k in keys[100:]]
+        assert memo.active is active and bool(memo.known) is active  # 25% repeated keys go on
+    # In the Python step, an inactive memo's batches are judged row by row, each row given its own code.
+    values = pa.array([value(k) for k in distinct])
+    batches = [pa.record_batch([values, *(pa.array(k) for k in zip(*distinct)), pa.array(range(200))],
+                               names=["_0", *spark_check.KEYS, spark_check.ROW])] * 3
+    out = spark_check.check_batches(iter(batches), check=_CountingCheck("messages", FMT), names={"_0": "messages"},
+                                    counted=False, large_strings=False, memo=True)
+    tallies = list(out)
+    assert [b.column(spark_check.JUDGED).to_pylist()[-1] for b in tallies] == [200, 200, 200]
+    assert [b.num_rows for b in tallies] == [101, 101, 101]  # 100 failing rows each, then the tally row
+
+
 @pytest.mark.spark
 @pytest.mark.parametrize("dedup", ["off", "auto", "on"])
 def test_failing_rows_come_back_with_every_column_type_intact(spark, engine, dedup):

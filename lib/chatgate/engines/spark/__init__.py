@@ -9,7 +9,8 @@ one Spark job over the rows and returns a lazy annotated DataFrame:
    distinct values; with `dedup="auto"` they are not, and each partition's
    Python worker remembers the codes of the keys it judged (`check._Memo`), so
    copies within a partition are judged once without a shuffle or a pass before
-   the check; with `dedup="off"` every row is judged;
+   the check (a partition whose first rows hardly repeat stops remembering); with
+   `dedup="off"` every row is judged;
 2. the check: each row gets a wide key over the check's columns; `mapInArrow`
    hands the check's columns (named as in the table, plus the key and row
    bookkeeping) to `check.check` in Arrow batches of about `BATCH_ROWS` rows.

@@ -132,7 +132,7 @@ def check_batches(
         values = pa.RecordBatch.from_arrays(
             [batch.column(sent) for sent in names], names=list(names.values())
         )
-        if judge is None:
+        if judge is None or not judge.active:
             codes, judged = _codes(check, values), batch.num_rows
         else:
             codes, judged = judge.codes(values, _row_keys(batch))
@@ -183,11 +183,16 @@ class _Memo:
     table's prompt on consecutive rows) are judged once. Keys are the wide keys
     `dedup="on"` groups by, so a repeat gets the code its value would get. At most
     `MEMO_KEYS` keys are kept, so a worker's memory doesn't grow with its partition.
+    A partition whose first rows hardly repeat (`base.SPARK_MEMO`) stops the lookups:
+    the memo is no longer `active`, and the rest of it is judged row by row.
     """
 
     def __init__(self, check: RowCheck) -> None:
         self.check = check
         self.known: dict[tuple[Any, ...], str | None] = {}
+        self.active = True
+        self.rows = 0  # looked up so far, until the first AUTO_SAMPLE_ROWS decide
+        self.judged = 0  # of them, judged (the others took a remembered code)
 
     def codes(self, values: pa.RecordBatch, keys: list[tuple[Any, ...]]) -> tuple[pa.Array, int]:
         """The code of each row of `values`, and how many rows were judged."""
@@ -205,7 +210,18 @@ class _Memo:
             codes = pa.array([found[key] if key in found else known[key] for key in keys], judged.type)
         if len(known) < MEMO_KEYS:
             known.update(found)
+        self._watch(len(keys), len(fresh))
         return codes, len(fresh)
+
+    def _watch(self, rows: int, judged: int) -> None:
+        """Count the first `AUTO_SAMPLE_ROWS` rows looked up; then stop unless enough repeated."""
+        if self.rows >= base.AUTO_SAMPLE_ROWS:
+            return
+        self.rows += rows
+        self.judged += judged
+        if self.rows >= base.AUTO_SAMPLE_ROWS and not base.SPARK_MEMO.decide(1 - self.judged / self.rows):
+            self.active = False
+            self.known = {}
 
 
 def _missing_rows(values: pa.RecordBatch) -> int:
