@@ -103,7 +103,12 @@ def _body(results: dict, paths: tuple[tuple[str, str], ...]) -> list[tuple[str, 
 
 def from_one_run(body: list[tuple[str, list[str], str]]) -> bool:
     """Were the rows all measured on one day (or none dated)? Otherwise the table says when each was."""
-    return len({dates for _, _, dates in body}) <= 1
+    return len(days(body)) <= 1
+
+
+def days(body: list[tuple[str, list[str], str]]) -> set[str]:
+    """Every day a row of `body` was measured on."""
+    return {day for _, _, dates in body for day in dates.split(", ") if day}
 
 
 def section(results: dict) -> str:
@@ -144,9 +149,11 @@ def token_section(results: dict) -> str:
 
 def readme_section(results: dict) -> str:
     """The README's copy of the table: the page's columns, its `README_PATHS` rows."""
-    # One date above the table only when no row says its own (`table`'s "measured" column).
-    one_run = from_one_run(_body(results, README_PATHS)) and "date" in results and "machine" in results
-    measured = f"\nMeasured {results['date']} on {results['machine']}.\n" if one_run else ""
+    # The day above the table only when no row says its own (`table`'s "measured" column).
+    body = _body(results, README_PATHS)
+    day = f" {next(iter(days(body)))}" if len(days(body)) == 1 else ""
+    machine = f" on {results['machine']}" if "machine" in results else ""
+    measured = f"\nMeasured{day}{machine}.\n" if day or machine else ""
     return f"{README_BEGIN}\n\n{table(results, README_PATHS)}{measured}\n{README_END}"
 
 

@@ -545,7 +545,16 @@ def test_a_results_file_the_benchmark_writes_is_a_table_as_it_is():
     assert "| native DuckDB SQL computing the same codes | 5.0 s | 5.0 s | 2026-12-01 |" in dated
     readme = readme_section(results)  # each row dated: no single date above it
     assert "| native DuckDB SQL computing the same codes | 5.0 s | 5.0 s | 2026-12-01 |" in readme
-    assert "Measured" not in readme
+    assert f"\nMeasured on {about['machine']}.\n" in readme
+    for run in runs.values():  # every row kept from one earlier day: that day, not the file's
+        run["measured"] = "2026-12-01"
+    assert f"\nMeasured 2026-12-01 on {about['machine']}.\n" in readme_section(results)
+    runs["duckdb native SQL"]["measured"] = "2026-11-30"
+    runs["embedded job dedup=auto"] = {"seconds": 2.0, "measured": "2026-11-30"}
+    both = [{**s, "runs": {**runs, "embedded job dedup=auto": {"seconds": 2.0, "measured": d}}}
+            for s, d in zip(results["scenarios"], ("2026-11-30", "2026-12-01"))]
+    mixed = readme_section({**results, "scenarios": both})  # a row measured on two days
+    assert "| 2026-11-30, 2026-12-01 |" in mixed and f"\nMeasured on {about['machine']}.\n" in mixed
 
 
 def test_the_readme_holds_the_table_its_results_file_gives():
