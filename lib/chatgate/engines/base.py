@@ -80,8 +80,9 @@ SPARK_MEMO = AutoDedup(min_repeats=0.10)
 of its first `AUTO_SAMPLE_ROWS` rows, and goes on only when at least this share of them repeated
 one; otherwise every later row of the partition is judged without a lookup. A lookup costs
 about 0.7 µs of Python a row, and a repeat spares its check, about 3 µs for 2.5 KB of JSON
-(more for longer values): the memo pays from about a fifth of the rows repeating, and is kept
-from a tenth. (A table "without copies" still repeats its commonest defects, "[]" and the like.)"""
+(more for longer values): for such rows the memo pays from about a fifth of them repeating. It
+is kept from a tenth, where it costs little, since the check of a longer value costs more. (A
+table "without copies" still repeats its commonest defects, "[]" and the like, and its nulls.)"""
 
 
 def require_column(table_columns: Iterable[Any], column: str) -> None:

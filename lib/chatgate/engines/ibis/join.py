@@ -88,9 +88,9 @@ def _located(
     located it for its failing tuple (the hash join's failing set holds them: see `stream`).
 
     A row whose `reason_column` isn't null has its own tuple in the failing set, under its key:
-    where the key files that one tuple alone (unless hashes collided), its message is that
-    entry's, found without a digest of the row (SHA-256 of every failing row's text was most of
-    a quarantine's query). Any other row is looked up by its digest."""
+    where the key files one tuple only, that tuple is the row's, and its message is taken without
+    a SHA-256 of the row's text (which was most of a quarantine's query). Where failing tuples
+    share the key, and for any other row, the message is looked up by the row's digest."""
     nothing = ibis.literal(None, type=dt.int32)
     if failing is None:
         return table.mutate(**{column: nothing})

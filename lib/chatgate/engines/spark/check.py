@@ -120,7 +120,8 @@ def check_batches(
     Its `JUDGED` is the number of values `check.check` was given.
 
     With `memo` (rows not grouped by key), a key judged earlier in this partition
-    takes its code from the partition's `_Memo` instead of being judged again. With
+    takes its code from the partition's `_Memo` instead of being judged again, for as
+    long as the memo is `active`; then every row is judged. With
     `located`, a last column holds the message of each failing row's problem
     (`group_check.located_messages`), null in the tally row.
     """
@@ -214,7 +215,8 @@ class _Memo:
         return codes, len(fresh)
 
     def _watch(self, rows: int, judged: int) -> None:
-        """Count the first `AUTO_SAMPLE_ROWS` rows looked up; then stop unless enough repeated."""
+        """Count the rows looked up until `AUTO_SAMPLE_ROWS` or more (whole batches); then stop
+        unless enough repeated."""
         if self.rows >= base.AUTO_SAMPLE_ROWS:
             return
         self.rows += rows
