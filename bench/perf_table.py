@@ -150,8 +150,8 @@ def token_section(results: dict) -> str:
 def readme_section(results: dict) -> str:
     """The README's copy of the table: the page's columns, its `README_PATHS` rows."""
     # The day above the table only when no row says its own (`table`'s "measured" column).
-    body = _body(results, README_PATHS)
-    day = f" {next(iter(days(body)))}" if len(days(body)) == 1 else ""
+    measured_on = days(_body(results, README_PATHS))
+    day = f" {next(iter(measured_on))}" if len(measured_on) == 1 else ""
     machine = f" on {results['machine']}" if "machine" in results else ""
     measured = f"\nMeasured{day}{machine}.\n" if day or machine else ""
     return f"{README_BEGIN}\n\n{table(results, README_PATHS)}{measured}\n{README_END}"
