@@ -753,6 +753,24 @@ def test_memo_stops_where_a_partitions_first_rows_hardly_repeat(monkeypatch):
     assert [b.num_rows for b in tallies] == [101, 101, 101]  # 100 failing rows each, then the tally row
 
 
+def test_memo_counts_a_lone_columns_nulls_as_no_repeats(monkeypatch):
+    import pyarrow as pa
+
+    from chatgate.engines import base
+    from chatgate.engines.spark import check as spark_check
+
+    monkeypatch.setattr(base, "AUTO_SAMPLE_ROWS", 200)
+    null_key = (42, None, None)  # Spark's xxhash64, CRC-32 and byte length of a null: one key for every null
+    for distinct, active in ((200, False), (150, True)):  # 25% of the values repeating keep the memo on
+        keys = [key for i in range(200) for key in ((i % distinct, 0, 0), null_key)]
+        values = [v for i in range(200) for v in (_j(("user", f"q{i % distinct}"), ("assistant", "a")), None)]
+        memo = spark_check._Memo(_CountingCheck("messages", FMT))
+        codes, judged = memo.codes(pa.record_batch([pa.array(values, pa.string())], names=["messages"]), keys)
+        assert codes.to_pylist() == [expected(v) for v in values] and judged == distinct + 1
+        # Half the rows share the nulls' key: counted as repeats, they would keep every memo on.
+        assert memo.active is active
+
+
 @pytest.mark.spark
 @pytest.mark.parametrize("dedup", ["off", "auto", "on"])
 def test_failing_rows_come_back_with_every_column_type_intact(spark, engine, dedup):

@@ -172,6 +172,9 @@ def _codes(check: RowCheck, values: pa.RecordBatch) -> pa.Array:
     return codes
 
 
+_LENGTH_AT = KEYS.index(LENGTH)
+
+
 def _row_keys(batch: pa.RecordBatch) -> list[tuple[Any, ...]]:
     return list(zip(*(batch.column(name).to_pylist() for name in KEYS)))
 
@@ -211,16 +214,18 @@ class _Memo:
             codes = pa.array([found[key] if key in found else known[key] for key in keys], judged.type)
         if len(known) < MEMO_KEYS:
             known.update(found)
-        self._watch(len(keys), len(fresh))
+        self._watch(keys, fresh)
         return codes, len(fresh)
 
-    def _watch(self, rows: int, judged: int) -> None:
+    def _watch(self, keys: list[tuple[Any, ...]], fresh: dict[tuple[Any, ...], int]) -> None:
         """Count the rows looked up until `AUTO_SAMPLE_ROWS` or more (whole batches); then stop
-        unless enough repeated."""
+        unless enough repeated. A lone column's nulls (all one key, of no length) aren't counted:
+        they share a key without being copies of a value."""
         if self.rows >= base.AUTO_SAMPLE_ROWS:
             return
-        self.rows += rows
-        self.judged += judged
+        nulls = [key for key in keys if key[_LENGTH_AT] is None]
+        self.rows += len(keys) - len(nulls)
+        self.judged += len(fresh) - (nulls[0] in fresh if nulls else 0)
         if self.rows >= base.AUTO_SAMPLE_ROWS and not base.SPARK_MEMO.decide(1 - self.judged / self.rows):
             self.active = False
             self.known = {}
