@@ -8,6 +8,7 @@ import ibis
 import pyarrow as pa
 import pytest
 
+from chatgate.engines.ibis import join as ibis_join
 from chatgate.engines.ibis import plan as ibis_plan
 from chatgate.engines.ibis import stream
 from chatgate.engines.ibis.connection import duckdb_connection
@@ -106,6 +107,27 @@ def test_every_row_is_located_as_message_indices_locates_it_where_keys_collide(m
     assert rows.column("m").combine_chunks().cast(pa.int32()).equals(expected)
     assert rows.column("m").to_pylist()[: 1 + failing] == [None, 0, 1, 1][: 1 + failing]
 
+
+
+@pytest.mark.parametrize("dedup", ["on", "off"])
+def test_a_failing_row_alone_under_its_key_takes_its_message_without_its_digest(monkeypatch, dedup):
+    # The messages' lookup by digest finds nothing here (the reasons' still works): every
+    # message must come from its key's lone entry.
+    filed = ibis_join._filed
+
+    def reasons_only(joined, column, plan, nothing):
+        return nothing if column.endswith("_fmessage") else filed(joined, column, plan, nothing)
+
+    monkeypatch.setattr(ibis_join, "_filed", reasons_only)
+    values = SAME_LENGTH * 2
+    table = ibis.memtable({"id": list(range(len(values))), "chat": values})
+    judged = DuckDBEngine(progress=False, locate=True, join_on="hash").judge(table, "chat", ChatFormat(), dedup=dedup)
+    assert judged.locate is not None
+    rows = judged.locate(judged.annotated, "m").order_by("id").to_pyarrow()
+    codes = rows.column(judged.reason_column).combine_chunks()
+    expected = message_indices(ChatCheck("chat", ChatFormat()), pa.RecordBatch.from_arrays([pa.array(values)], ["chat"]), codes)
+    assert expected.null_count < len(expected)  # messages to take
+    assert rows.column("m").combine_chunks().cast(pa.int32()).equals(expected)
 
 def _two_chat_columns(path: str) -> None:
     """Two chat columns, each with every code of the examples, in two Delta files."""
