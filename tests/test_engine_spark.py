@@ -723,6 +723,13 @@ def test_memo_gives_every_row_its_own_code_and_judges_each_key_once(monkeypatch)
     assert codes.to_pylist() == [None, None] and judged == 1 and (9, 9, 9) not in memo.known
 
 
+def _keys_repeating_enough(rows: int) -> int:
+    """A number of distinct keys among `rows` rows whose repeats keep Spark's memo on (by a margin)."""
+    from chatgate.engines import base
+
+    return int(rows * (1 - base.SPARK_MEMO.min_repeats)) - rows // 10
+
+
 def test_memo_stops_where_a_partitions_first_rows_hardly_repeat(monkeypatch):
     import pyarrow as pa
 
@@ -734,14 +741,15 @@ def test_memo_stops_where_a_partitions_first_rows_hardly_repeat(monkeypatch):
 
     monkeypatch.setattr(base, "AUTO_SAMPLE_ROWS", 200)
     distinct = [(i, i, i) for i in range(200)]
-    for keys, active in ((distinct, False), ([(i % 150, 0, 0) for i in range(200)], True)):
+    few = _keys_repeating_enough(200)
+    for keys, active in ((distinct, False), ([(i % few, 0, 0) for i in range(200)], True)):
         memo = spark_check._Memo(_CountingCheck("messages", FMT))
         batch = pa.record_batch([pa.array([value(k) for k in keys])], names=["messages"])
         memo.codes(batch.slice(0, 100), keys[:100])
         assert memo.active  # 100 rows of 200 looked up: not decided yet
         codes, _ = memo.codes(batch.slice(100), keys[100:])
         assert codes.to_pylist() == [None if k[0] % 2 else "no_messages" for k in keys[100:]]
-        assert memo.active is active and bool(memo.known) is active  # 25% repeated keys go on
+        assert memo.active is active and bool(memo.known) is active  # enough repeated keys go on
     # In the Python step, an inactive memo's batches are judged row by row, each row given its own code.
     values = pa.array([value(k) for k in distinct])
     batches = [pa.record_batch([values, *(pa.array(k) for k in zip(*distinct)), pa.array(range(200))],
@@ -761,7 +769,7 @@ def test_memo_counts_a_lone_columns_nulls_as_no_repeats(monkeypatch):
 
     monkeypatch.setattr(base, "AUTO_SAMPLE_ROWS", 200)
     null_key = (42, None, None)  # Spark's xxhash64, CRC-32 and byte length of a null: one key for every null
-    for distinct, active in ((200, False), (150, True)):  # 25% of the values repeating keep the memo on
+    for distinct, active in ((200, False), (_keys_repeating_enough(200), True)):
         keys = [key for i in range(200) for key in ((i % distinct, 0, 0), null_key)]
         values = [v for i in range(200) for v in (_j(("user", f"q{i % distinct}"), ("assistant", "a")), None)]
         memo = spark_check._Memo(_CountingCheck("messages", FMT))
