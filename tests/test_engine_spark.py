@@ -730,7 +730,7 @@ def _keys_repeating_enough(rows: int) -> int:
     return int(rows * (1 - base.SPARK_MEMO.min_repeats)) - rows // 10
 
 
-def test_memo_stops_where_a_partitions_first_rows_hardly_repeat(monkeypatch):
+def test_memo_stops_where_a_partitions_first_rows_repeat_too_little(monkeypatch):
     import pyarrow as pa
 
     from chatgate.engines import base

@@ -187,7 +187,7 @@ class _Memo:
     table's prompt on consecutive rows) are judged once. Keys are the wide keys
     `dedup="on"` groups by, so a repeat gets the code its value would get. At most
     `MEMO_KEYS` keys are kept, so a worker's memory doesn't grow with its partition.
-    A partition whose first rows hardly repeat (`base.SPARK_MEMO`) stops the lookups:
+    A partition whose first rows repeat too little (`base.SPARK_MEMO`) stops the lookups:
     the memo is no longer `active`, and the rest of it is judged row by row.
     """
 
