@@ -762,6 +762,8 @@ def test_memo_stops_where_a_partitions_first_rows_repeat_too_little(monkeypatch)
 
 
 def test_memo_counts_a_lone_columns_nulls_as_no_repeats(monkeypatch):
+    import math
+
     import pyarrow as pa
 
     from chatgate.engines import base
@@ -769,14 +771,20 @@ def test_memo_counts_a_lone_columns_nulls_as_no_repeats(monkeypatch):
 
     monkeypatch.setattr(base, "AUTO_SAMPLE_ROWS", 200)
     null_key = (42, None, None)  # Spark's xxhash64, CRC-32 and byte length of a null: one key for every null
+    bar = base.SPARK_MEMO.min_repeats
+    per_value = math.ceil(bar / (1 - bar)) + 1  # counted as repeats, these nulls would keep any memo on
     for distinct, active in ((200, False), (_keys_repeating_enough(200), True)):
-        keys = [key for i in range(200) for key in ((i % distinct, 0, 0), null_key)]
-        values = [v for i in range(200) for v in (_j(("user", f"q{i % distinct}"), ("assistant", "a")), None)]
+        keys = [key for i in range(200) for key in ((i % distinct, 0, 0), *[null_key] * per_value)]
+        chats = [_j(("user", f"q{i % distinct}"), ("assistant", "a")) for i in range(200)]
+        values = [v for chat in chats for v in (chat, *[None] * per_value)]
         memo = spark_check._Memo(_CountingCheck("messages", FMT))
         codes, judged = memo.codes(pa.record_batch([pa.array(values, pa.string())], names=["messages"]), keys)
         assert codes.to_pylist() == [expected(v) for v in values] and judged == distinct + 1
-        # Half the rows share the nulls' key: counted as repeats, they would keep every memo on.
         assert memo.active is active
+    # A partition of nulls has no values to repeat: it decides after as many rows as any other.
+    memo = spark_check._Memo(_CountingCheck("messages", FMT))
+    memo.codes(pa.record_batch([pa.array([None] * 200, pa.string())], names=["messages"]), [null_key] * 200)
+    assert not memo.active
 
 
 @pytest.mark.spark

@@ -108,7 +108,6 @@ def test_every_row_is_located_as_message_indices_locates_it_where_keys_collide(m
     assert rows.column("m").to_pylist()[: 1 + failing] == [None, 0, 1, 1][: 1 + failing]
 
 
-
 @pytest.mark.parametrize("dedup", ["on", "off"])
 def test_a_failing_row_alone_under_its_key_takes_its_message_without_its_digest(monkeypatch, dedup):
     # The messages' lookup by digest finds nothing here (the reasons' still works): every
@@ -128,6 +127,7 @@ def test_a_failing_row_alone_under_its_key_takes_its_message_without_its_digest(
     expected = message_indices(ChatCheck("chat", ChatFormat()), pa.RecordBatch.from_arrays([pa.array(values)], ["chat"]), codes)
     assert expected.null_count < len(expected)  # messages to take
     assert rows.column("m").combine_chunks().cast(pa.int32()).equals(expected)
+
 
 def _two_chat_columns(path: str) -> None:
     """Two chat columns, each with every code of the examples, in two Delta files."""

@@ -78,9 +78,9 @@ and 14.6 to 16.2 s. Only near-copies of one table pay for it."""
 SPARK_MEMO = AutoDedup(min_repeats=0.50)
 """Spark's dedup="auto" (see `spark.check._Memo`): a partition's memo looks up the key of each
 of its first `AUTO_SAMPLE_ROWS` rows, and goes on only when at least this share of them repeated
-one; otherwise every later row of the partition is judged without a lookup. A lookup costs more
-than the dictionary's: each row's key made a Python tuple, the new values copied out for the
-check, each row's code put back in place. Measured on 2 cores at 1M rows of about 2.5 KB of JSON
+one; otherwise every later row of the partition is judged without a lookup. Looking rows up
+costs more than the dictionary: each row's key is made a Python tuple, the new values are copied
+out for the check and each row's code is put back in place. Measured on 2 cores at 1M rows of about 2.5 KB of JSON
 (in turns, a busy machine): with 31% of the rows repeating in their partition, the job took
 12.8 s with the memo and 11.9 s without; at 90%, the memo saved 9% to 15%. The two meet near half."""
 

@@ -196,7 +196,8 @@ class _Memo:
         self.known: dict[tuple[Any, ...], str | None] = {}
         self.active = True
         self.rows = 0  # looked up so far, until the first AUTO_SAMPLE_ROWS decide
-        self.judged = 0  # of them, judged (the others took a remembered code)
+        self.values = 0  # of them, not a lone column's nulls
+        self.judged = 0  # of those, judged (the others took a remembered code)
 
     def codes(self, values: pa.RecordBatch, keys: list[tuple[Any, ...]]) -> tuple[pa.Array, int]:
         """The code of each row of `values`, and how many rows were judged."""
@@ -219,14 +220,18 @@ class _Memo:
 
     def _watch(self, keys: list[tuple[Any, ...]], fresh: dict[tuple[Any, ...], int]) -> None:
         """Count the rows looked up until `AUTO_SAMPLE_ROWS` or more (whole batches); then stop
-        unless enough repeated. A lone column's nulls (all one key, of no length) aren't counted:
-        they share a key without being copies of a value."""
+        unless enough of their values repeated. A lone column's nulls (all one key, of no length)
+        share a key without being copies of a value: they count as rows, not as values."""
         if self.rows >= base.AUTO_SAMPLE_ROWS:
             return
         nulls = [key for key in keys if key[_LENGTH_AT] is None]
-        self.rows += len(keys) - len(nulls)
+        self.rows += len(keys)
+        self.values += len(keys) - len(nulls)
         self.judged += len(fresh) - (nulls[0] in fresh if nulls else 0)
-        if self.rows >= base.AUTO_SAMPLE_ROWS and not base.SPARK_MEMO.decide(1 - self.judged / self.rows):
+        if self.rows < base.AUTO_SAMPLE_ROWS:
+            return
+        repeats = 1 - self.judged / self.values if self.values else 0.0
+        if not base.SPARK_MEMO.decide(repeats):
             self.active = False
             self.known = {}
 
