@@ -134,13 +134,6 @@ def test_rerun_with_the_same_run_id_gives_identical_outputs(lake, first_run):
         assert after[name].drop(drop[name]).sort_by(key[name]).equals(before[name].drop(drop[name]).sort_by(key[name]))
 
 
-def test_reached_error_level_gives_exit_status_3(lake, first_run):
-    path, _ = lake
-    done = _spark_submit(*_flags(path, "--run-id", "strict", "--error", "0.05"))
-    assert done.returncode == 3, done.stderr[-3000:]
-    assert "status: 3 (a step reached its error level)" in done.stdout
-
-
 def test_readme_spark_sql_runs_over_the_outputs(lake, first_run, spark):
     """The README's Spark SQL, over the views it names, on the outputs of spark-submit."""
     path, _ = lake
@@ -158,9 +151,10 @@ def test_readme_spark_sql_runs_over_the_outputs(lake, first_run, spark):
 FAILING_AT_SCALE = 150_000
 
 
-def test_hundreds_of_thousands_of_failing_values_never_reach_the_driver(tmp_path):
+def test_hundreds_of_thousands_of_failing_values_never_reach_the_driver_and_the_error_level_gives_status_3(tmp_path):
     # 1 MB of results on the driver stands for a billion-row table with a few percent failing
     # under the default 1 GB: the failing keys (~40 bytes each, 6 MB here) must stay on the executors.
+    # Every row fails, past the error level: the run still writes its outputs, then exits with 3.
     ids = pa.array(range(FAILING_AT_SCALE), pa.int64())
     messages = pa.array([f'[{{"role": "user", "content": "question {i}"}}]' for i in range(FAILING_AT_SCALE)])
     write_deltalake(str(tmp_path / "chats"), pa.table({"id": ids, "messages": messages}))
@@ -172,10 +166,11 @@ def test_hundreds_of_thousands_of_failing_values_never_reach_the_driver(tmp_path
         "--quarantine", str(tmp_path / "q"),
         "--summary", str(tmp_path / "s"),
         "--run-id", "scale",
-        "--quiet",
+        "--error", "0.05",
         conf={"spark.driver.maxResultSize": "1m"},
     )
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 3, done.stderr[-3000:]
+    assert "status: 3 (a step reached its error level)" in done.stdout
     [summary] = _read(tmp_path / "s").to_pylist()
     assert (summary["units"], summary["failed"], summary["distinct_values"]) == (FAILING_AT_SCALE,) * 3
     assert dict(summary["reasons"]) == {"last_role": FAILING_AT_SCALE}
