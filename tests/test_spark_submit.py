@@ -166,6 +166,7 @@ def test_hundreds_of_thousands_of_failing_values_never_reach_the_driver_and_the_
         "--quarantine", str(tmp_path / "q"),
         "--summary", str(tmp_path / "s"),
         "--run-id", "scale",
+        "--quiet",
         "--error", "0.05",
         conf={"spark.driver.maxResultSize": "1m"},
     )
