@@ -80,9 +80,10 @@ SPARK_MEMO = AutoDedup(min_repeats=0.50)
 of its first `AUTO_SAMPLE_ROWS` rows, and goes on only when at least this share of them repeated
 one; otherwise every later row of the partition is judged without a lookup. Looking rows up
 costs more than the dictionary: each row's key is made a Python tuple, the new values are copied
-out for the check and each row's code is put back in place. Measured on 2 cores at 1M rows of about 2.5 KB of JSON
-(in turns, a busy machine): with 31% of the rows repeating in their partition, the job took
-12.8 s with the memo and 11.9 s without; at 90%, the memo saved 9% to 15%. The two meet near half."""
+out for the check and each row's code is put back in place. Measured on 2 cores at 1M rows of
+about 2.5 KB of JSON (in turns, a busy machine): with 31% of the rows repeating in their
+partition, the job took 12.8 s with the memo and 11.9 s without; at 90%, the memo saved 9% to
+15%. The two meet near half."""
 
 
 def require_column(table_columns: Iterable[Any], column: str) -> None:
