@@ -112,10 +112,13 @@ def test_every_row_is_located_as_message_indices_locates_it_where_keys_collide(m
 def test_a_failing_row_alone_under_its_key_takes_its_message_without_its_digest(monkeypatch, dedup):
     # The messages' lookup by digest finds nothing here (the reasons' still works): every
     # message must come from its key's lone entry.
-    filed = ibis_join._filed
+    filed, patched = ibis_join._filed, []
 
     def reasons_only(joined, column, plan, nothing):
-        return nothing if column.endswith("_fmessage") else filed(joined, column, plan, nothing)
+        if column.endswith("_fmessage"):
+            patched.append(column)
+            return nothing
+        return filed(joined, column, plan, nothing)
 
     monkeypatch.setattr(ibis_join, "_filed", reasons_only)
     values = SAME_LENGTH * 2
@@ -126,6 +129,7 @@ def test_a_failing_row_alone_under_its_key_takes_its_message_without_its_digest(
     codes = rows.column(judged.reason_column).combine_chunks()
     expected = message_indices(ChatCheck("chat", ChatFormat()), pa.RecordBatch.from_arrays([pa.array(values)], ["chat"]), codes)
     assert expected.null_count < len(expected)  # messages to take
+    assert patched  # the messages' lookup is the one that found nothing
     assert rows.column("m").combine_chunks().cast(pa.int32()).equals(expected)
 
 
