@@ -175,9 +175,10 @@ class DeltaSparkStore(TableStore):
         """`replace_run` without counting the rows; the commit's metadata, as the log records it."""
         metadata = commit_metadata(run_id)
         writer = table.write.format("delta").option("userMetadata", commit_metadata_json(metadata))
-        if self._history(target, 1) is None:
+        mapped = any(NAME_NEEDS_MAPPING & set(name) for name in table.columns)
+        if self._creates_by_append(target, mapped):
             writer = writer.mode("append")
-            if any(NAME_NEEDS_MAPPING & set(name) for name in table.columns):
+            if mapped:
                 writer = writer.options(**COLUMN_MAPPING)
         else:
             # One commit removes the run's old rows and adds the new ones: a rerun never duplicates.
@@ -202,6 +203,16 @@ class DeltaSparkStore(TableStore):
                 ) from exc
             raise OutputError(f"can't write to {target!r}: {spark_error_line(exc)}") from exc
         return commit_metadata_json(metadata)
+
+    def _creates_by_append(self, target: str, mapped: bool) -> bool:
+        """Whether the write creates the table at `target` by an append: where there is none yet.
+
+        At a path, the overwrite creates a table that isn't there, so the log is read first only
+        when the new table must map its column names (an option of the table's creation).
+        """
+        if is_path(target) and not mapped:
+            return False
+        return self._history(target, 1) is None
 
     def _rows_written(self, target: str, metadata: str) -> int:
         """The rows our commit (found by its metadata among the latest, as others may commit meanwhile) added."""

@@ -1,0 +1,50 @@
+"""How the Spark store writes a run's rows to a Delta path: one commit per write, whether the
+table is new or not, and the log read once a write, to count what the write added."""
+
+from __future__ import annotations
+
+import pytest
+
+from chatgate.stores.delta_spark import DeltaSparkStore
+from job_helpers import read_delta
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture
+def history_reads(spark, monkeypatch) -> list[str]:
+    """The DESCRIBE HISTORY statements the session runs while the test lasts."""
+    statements: list[str] = []
+    sql = spark.sql
+
+    def recording(statement: str, *args, **kwargs):
+        if statement.startswith("DESCRIBE HISTORY"):
+            statements.append(statement)
+        return sql(statement, *args, **kwargs)
+
+    monkeypatch.setattr(spark, "sql", recording)
+    return statements
+
+
+def _rows(spark, run_id: str, ids: range, column: str = "run"):
+    return spark.createDataFrame([(i, run_id) for i in ids], f"id long, `{column}` string")
+
+
+def test_a_new_path_and_a_rerun_are_each_one_write_whose_log_is_read_once_to_count(spark, tmp_path, history_reads):
+    store, target = DeltaSparkStore(spark), str(tmp_path / "q")
+    assert store.replace_run(_rows(spark, "a", range(3)), target, "run", "a") == 3
+    assert store.replace_run(_rows(spark, "b", range(10, 12)), target, "run", "b") == 2
+    assert store.replace_run(_rows(spark, "a", range(20, 24)), target, "run", "a") == 4  # a rerun replaces its rows
+    assert sorted(read_delta(target).to_pylist(), key=lambda r: r["id"]) == [
+        *({"id": i, "run": "b"} for i in range(10, 12)),
+        *({"id": i, "run": "a"} for i in range(20, 24)),
+    ]
+    assert len(history_reads) == 3  # one per write: its own commit's row count
+
+
+def test_a_new_table_whose_names_need_mapping_is_created_with_it(spark, tmp_path, history_reads):
+    store, target = DeltaSparkStore(spark), str(tmp_path / "q")
+    assert store.replace_run(_rows(spark, "a", range(2), column="run id"), target, "run id", "a") == 2
+    assert store.replace_run(_rows(spark, "a", range(5), column="run id"), target, "run id", "a") == 5
+    assert sorted(row["id"] for row in read_delta(target).to_pylist()) == list(range(5))
+    assert len(history_reads) == 4  # before each write, whether a table is there to create, and its count
