@@ -220,7 +220,8 @@ RUN_IDS = [
 
 def test_orchestrator_run_ids_are_stored_exactly_and_replace_only_their_rows(tmp_path, engine, backend):
     source, table = _source(tmp_path, rows=40)
-    ids = RUN_IDS if engine == "duckdb" else RUN_IDS[:1] + RUN_IDS[2:5]
+    # On Spark (a few seconds a run), the ids that quoting in its SQL could confuse.
+    ids = RUN_IDS if engine == "duckdb" else RUN_IDS[2:5]
     for run_id in ids:
         run(_config(tmp_path, source, engine, run_id=run_id), backend)
     run(_config(tmp_path, source, engine, run_id=ids[-1]), backend)  # a rerun replaces its own rows only
