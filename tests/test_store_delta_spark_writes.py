@@ -1,10 +1,14 @@
 """How the Spark store writes a run's rows to a Delta path: one commit per write, whether the
-table is new or not, and the log read once a write, to count what the write added."""
+table is new or not, and the log read once a write, to count what the write added. Its schema
+and the deletion of a run's rows look at the path once, without reading the history."""
 
 from __future__ import annotations
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
+from chatgate.errors import OutputError
 from chatgate.stores.delta_spark import DeltaSparkStore
 from job_helpers import read_delta
 
@@ -48,3 +52,32 @@ def test_a_new_table_whose_names_need_mapping_is_created_with_it(spark, tmp_path
     assert store.replace_run(_rows(spark, "a", range(5), column="run id"), target, "run id", "a") == 5
     assert sorted(row["id"] for row in read_delta(target).to_pylist()) == list(range(5))
     assert len(history_reads) == 4  # before each write, whether a table is there to create, and its count
+
+
+def test_a_paths_schema_and_a_runs_deletion_read_no_history(spark, tmp_path, history_reads):
+    store, target = DeltaSparkStore(spark), str(tmp_path / "q")
+    store.replace_run(_rows(spark, "a", range(3)), target, "run", "a")
+    store.replace_run(_rows(spark, "b", range(10, 12)), target, "run", "b")
+    history_reads.clear()
+    assert store.target_schema(target) == pa.schema([("id", pa.int64()), ("run", pa.string())])
+    store.delete_run(target, "run", "a")
+    assert sorted(row["id"] for row in read_delta(target).to_pylist()) == [10, 11]
+    assert history_reads == []
+
+
+def test_a_path_without_a_delta_table_has_no_schema_and_no_run_to_delete(spark, tmp_path):
+    store = DeltaSparkStore(spark)
+    assert store.target_schema(str(tmp_path / "absent")) is None
+    store.delete_run(str(tmp_path / "absent"), "run", "a")
+    pq.write_table(pa.table({"run": ["a"]}), tmp_path / "files.parquet")
+    store.delete_run(str(tmp_path), "run", "a")  # other files: left as they are
+    assert pq.read_table(tmp_path / "files.parquet").num_rows == 1
+    assert not (tmp_path / "absent").exists()
+
+
+def test_a_path_spark_cant_look_at_is_an_error_naming_it(spark):
+    store, target = DeltaSparkStore(spark), "nosuchscheme://bucket/q"
+    with pytest.raises(OutputError, match=r"^can't write to 'nosuchscheme://bucket/q': "):
+        store.target_schema(target)
+    with pytest.raises(Exception, match="nosuchscheme"):
+        store.delete_run(target, "run", "a")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 from pyspark.errors import AnalysisException
@@ -38,6 +38,8 @@ from .delta_spark_sql import (
 from .deltalake_store import CHANGE_COLUMNS, CHANGE_DATA_FEED, INSERTED
 from .files import no_versions, nothing_there
 from .files_spark import open_files_spark, reads_as_files_spark, refused_file
+
+T = TypeVar("T")
 
 
 class DeltaSparkStore(TableStore):
@@ -155,17 +157,35 @@ class DeltaSparkStore(TableStore):
         if is_path(target) and is_local_path(target) and local_target_state(target) == "absent":
             return None
         try:
-            history = self._history(target, 1)
+            schema = self._delta_schema(target)
         except ChatgateError:
             raise
         except Exception as exc:  # a corrupt log, storage: named with the target
             problem = delta_log_problem(exc) or spark_error_line(exc)
             raise (self.failure(exc) or OutputError(f"can't write to {target!r}: {problem}")) from exc
+        return None if schema is None else _arrow_schema(schema)
+
+    def _delta_schema(self, target: str) -> Any:
+        """The Spark schema of the Delta table at `target` (None: there's none)."""
+        if is_path(target):
+            return self._at_path(lambda: self.spark.table(path_ref(target)).schema)
+        history = self._history(target, 1)
         if history is None:
-            if not is_path(target) and self._table_exists(target):
+            if self._table_exists(target):
                 raise OutputError(f"the catalog table {target!r} isn't a Delta table; choose another output table")
             return None
-        return _arrow_schema(self.spark.table(history[0]).schema)
+        return self.spark.table(history[0]).schema
+
+    @staticmethod
+    def _at_path(action: Callable[[], T]) -> T | None:
+        """`action` on a Delta path, in one look at its log; None when there's no Delta table there
+        (any other failure, storage or credentials, is raised)."""
+        try:
+            return action()
+        except Exception as exc:
+            if is_not_a_delta_path(exc):
+                return None
+            raise
 
     def replace_run(self, table: Any, target: str, run_id_column: str, run_id: str) -> int:
         metadata = self._replace(table, target, run_id_column, run_id)
@@ -227,9 +247,13 @@ class DeltaSparkStore(TableStore):
         self._replace(self.spark.createDataFrame(rows), target, run_id_column, run_id)
 
     def delete_run(self, target: str, run_id_column: str, run_id: str) -> None:
+        where = equals_sql(run_id_column, run_id)
+        if is_path(target):
+            self._at_path(lambda: self.spark.sql(f"DELETE FROM {path_ref(target)} WHERE {where}"))
+            return
         history = self._history(target, 1)
         if history is not None:
-            self.spark.sql(f"DELETE FROM {history[0]} WHERE {equals_sql(run_id_column, run_id)}")
+            self.spark.sql(f"DELETE FROM {history[0]} WHERE {where}")
 
     def is_conflict(self, error: BaseException) -> bool:
         text = f"{type(error).__name__}: {error_text(error)}"

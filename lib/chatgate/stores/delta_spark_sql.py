@@ -42,9 +42,9 @@ COLUMN_MAPPING = {
     "delta.minWriterVersion": "5",
 }
 
-NOT_A_DELTA_PATH = ("DELTA_TABLE_ONLY_OPERATION", "DELTA_MISSING_DELTA_TABLE")
+NOT_A_DELTA_PATH = ("DELTA_TABLE_ONLY_OPERATION", "DELTA_MISSING_DELTA_TABLE", "DELTA_TABLE_NOT_FOUND", "PATH_NOT_FOUND")
 """Delta's error conditions for a path without a Delta table (nothing there, other files, a file):
-DESCRIBE HISTORY's, and the one other commands give."""
+DESCRIBE HISTORY's, other commands', and those a read or a DELETE of `delta.`path`` gives."""
 
 HISTORY_SEARCHED = 100
 """How far back in a table's history a write looks for its own commit (others may commit meanwhile)."""
