@@ -2,13 +2,30 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pytest
 
 from chatgate.job.config import JobConfig, build_config
 from chatgate.stores.deltalake_tables import delta_source
+
+SPARK_SLOW = ["duckdb", pytest.param("spark", marks=[pytest.mark.spark, pytest.mark.slow])]
+"""The `engine` of a test whose Spark case runs with the slow tests (`make test-all`): what it
+pins on Spark is engine-independent, or another test in `make test` runs its Spark path."""
+
+
+def engine_cases(cases: Sequence[tuple[Any, ...]], spark_fast: int) -> list[Any]:
+    """`(engine, *case)` parameters: every case on DuckDB, and on Spark the first `spark_fast`
+    in `make test`, the others with the slow tests (as `SPARK_SLOW`)."""
+    duckdb = [pytest.param("duckdb", *case) for case in cases]
+    spark = [
+        pytest.param("spark", *case, marks=[pytest.mark.spark, *([pytest.mark.slow] if i >= spark_fast else [])])
+        for i, case in enumerate(cases)
+    ]
+    return duckdb + spark
 
 
 def job_config(tmp_path: Path, source: str, engine: str, checks: dict[str, Any], **overrides: Any) -> JobConfig:

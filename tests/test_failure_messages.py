@@ -24,6 +24,7 @@ from deltalake import write_deltalake
 
 from chatgate.errors import ChatgateError, OutputError
 from chatgate.stores.deltalake_errors import DeltaLogError, delta_error_text, rust_panics_logged
+from job_helpers import SPARK_SLOW
 
 CHATGATE = str(Path(sys.executable).with_name("chatgate"))
 TIMEOUT = 600
@@ -88,7 +89,8 @@ def test_a_truncated_commit_in_the_source_is_named_in_one_line(tmp_path, engine)
     assert len(line) < 500
 
 
-@pytest.mark.parametrize("engine", _engines())
+# On Spark, `make test` runs the store's line in this process (below) and the CLI's for a truncated commit (above).
+@pytest.mark.parametrize("engine", SPARK_SLOW)
 def test_a_missing_commit_in_the_source_is_named_in_one_line(tmp_path, engine):
     source = _three_commits(tmp_path / "chats")
     (source / "_delta_log" / "00000000000000000001.json").unlink()
@@ -144,6 +146,17 @@ def test_a_full_disk_under_an_output_is_one_line_without_a_panic(tmp_path, engin
     )
     _one_line(done, f"no space left on device writing {str(target)!r}", "free space")
     assert not (tmp_path / "s").exists()  # the summary was never written: the run didn't count as done
+
+
+@pytest.mark.spark
+def test_the_spark_store_names_a_missing_commit_of_the_source(tmp_path, spark):
+    """The Spark case of the test above, in this process (the CLI's line on Spark is pinned by the truncated commit's)."""
+    from chatgate.stores.delta_spark import DeltaSparkStore
+
+    source = _three_commits(tmp_path / "chats")
+    (source / "_delta_log" / "00000000000000000001.json").unlink()
+    with pytest.raises(ChatgateError, match=r"^can't read the source .*00000000000000000001\.json is missing between versions 0 and 2"):
+        DeltaSparkStore(spark).open_source(str(source), None)
 
 
 # -- Spark running out of memory ---------------------------------------------------------

@@ -33,7 +33,7 @@ from chatgate.stores.files import (
     parse_line,
     split_lines,
 )
-from job_helpers import job_config, read_delta
+from job_helpers import engine_cases, job_config, read_delta
 
 CORPUS = Path(__file__).resolve().parent / "data" / "corpus"
 
@@ -289,17 +289,18 @@ def _as_delta(tmp_path: Path, rows: list, name: str) -> str:
     return path
 
 
-@pytest.mark.parametrize(
-    ("name", "column", "checks"),
-    [
-        ("fastchat/dummy_conversation.json", "conversations", {"sharegpt": True}),
-        ("llamafactory/kto_en_demo.json", "messages", {}),
-        ("llamafactory/mllm_demo.json", "messages", {}),
-        ("mistral-finetune/readme_examples.jsonl", "messages", {}),
-        ("llamafactory/v1_sft_demo.jsonl", "messages", {}),
-        ("xtuner/qwen35_tokenize_data.jsonl", "messages", {}),
-    ],
-)
+REAL_FILES = [
+    ("fastchat/dummy_conversation.json", "conversations", {"sharegpt": True}),
+    ("mistral-finetune/readme_examples.jsonl", "messages", {}),
+    ("llamafactory/kto_en_demo.json", "messages", {}),
+    ("llamafactory/mllm_demo.json", "messages", {}),
+    ("llamafactory/v1_sft_demo.jsonl", "messages", {}),
+    ("xtuner/qwen35_tokenize_data.jsonl", "messages", {}),
+]
+
+
+# On Spark, a JSON array and a JSONL file in `make test`.
+@pytest.mark.parametrize(("engine", "name", "column", "checks"), engine_cases(REAL_FILES, spark_fast=2))
 def test_real_files_judge_as_their_rows_do(tmp_path, engine, backend, name, column, checks):
     path = CORPUS / name
     text = path.read_text("utf-8")

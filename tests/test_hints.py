@@ -1,10 +1,13 @@
 """A run whose rows mostly fail because they are in another known format says which option reads them.
 
-Issue 26, item 1: the failing values read back are judged again with every column the step
-reads; the key options are tried with the keys found in the values; an option that reads
-them wins over one that only stops checking their rule, which is named as such; an empty
-source and a flag given that doesn't fit the data are warnings. Real rows from other
-projects (tests/data/corpus, see its SOURCES.md) where they fit.
+The failing values read back are judged again with every column the step reads; the key
+options are tried with the keys found in the values; an option that reads them wins over one
+that only stops checking their rule, which is named as such; an empty source and a flag given
+that doesn't fit the data are warnings. Real rows from other projects (tests/data/corpus, see
+its SOURCES.md) where they fit.
+
+What an engine gives the hints is the failing values it reads back: on Spark, `make test`
+runs a hint of one column, of two (images) and an empty table; the rest with the slow tests.
 """
 
 from __future__ import annotations
@@ -13,11 +16,12 @@ import json
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 from deltalake import write_deltalake
 
 from chatgate.job.runner import run
 from chatgate.job.summary import format_summary
-from job_helpers import job_config
+from job_helpers import SPARK_SLOW, job_config
 
 CORPUS = Path(__file__).resolve().parent / "data" / "corpus"
 
@@ -61,11 +65,13 @@ def test_sharegpt_rows_get_a_hint_naming_the_flag(tmp_path, engine, backend):
     )
 
 
+@pytest.mark.parametrize("engine", SPARK_SLOW)
 def test_tool_calling_rows_get_the_tools_hint(tmp_path, engine, backend):
     text = _summary(tmp_path, engine, backend, [TOOLS] * 3)
     assert "pass with --tools" in text.splitlines()[-1]
 
 
+@pytest.mark.parametrize("engine", SPARK_SLOW)
 def test_no_hint_when_few_rows_fail_or_nothing_fits(tmp_path, engine, backend):
     assert "hint:" not in _summary(tmp_path / "few", engine, backend, [SHAREGPT] + [GOOD] * 3)
     assert "hint:" not in _summary(tmp_path / "broken", engine, backend, ["[]", "not json", "[1]"])
@@ -74,6 +80,7 @@ def test_no_hint_when_few_rows_fail_or_nothing_fits(tmp_path, engine, backend):
 # -- key options: the keys the failing values hold ------------------------------------
 
 
+@pytest.mark.parametrize("engine", SPARK_SLOW)
 def test_llamafactory_v1_parts_with_value_get_the_text_key_not_allow_empty(tmp_path, engine, backend):
     # LLaMA-Factory's v1 rows: content = [{"type": "text", "value": ...}]; every row is empty_content.
     assert _hints(tmp_path, engine, backend, _lines("llamafactory/v1_sft_demo.jsonl")) == [
@@ -82,6 +89,7 @@ def test_llamafactory_v1_parts_with_value_get_the_text_key_not_allow_empty(tmp_p
     ]
 
 
+@pytest.mark.parametrize("engine", SPARK_SLOW)
 def test_fastchat_from_value_rows_get_sharegpt_not_the_role_and_content_keys(tmp_path, engine, backend):
     # --role-key from --content-key value reads them too, but human and gpt aren't roles: --sharegpt maps them.
     rows = [json.dumps(c) for c in _fastchat()]
@@ -121,6 +129,7 @@ def test_the_role_key_given_that_the_rows_lack_is_named(tmp_path):
 # -- flags given that don't fit ------------------------------------------------------
 
 
+@pytest.mark.parametrize("engine", SPARK_SLOW)
 def test_openai_rows_with_sharegpt_given_warn_that_the_flag_does_not_fit(tmp_path, engine, backend):
     rows = _lines("xtuner/openai_sft.jsonl")
     assert _hints(tmp_path, engine, backend, rows, sharegpt=True) == [
@@ -164,6 +173,7 @@ def test_multimodal_rows_get_the_image_token_found_in_their_text(tmp_path, engin
     ]
 
 
+@pytest.mark.parametrize("engine", SPARK_SLOW)
 def test_multimodal_rows_whose_image_counts_are_wrong_get_no_hint(tmp_path, engine, backend):
     # One image more than the text's placeholders: no option makes them pass (the images column
     # is judged with the chat column: --tools, --harmony or --allow-empty fix nothing).
@@ -183,6 +193,7 @@ def test_genuinely_empty_turns_get_a_hint_that_says_it_stops_checking_the_rule(t
     ]
 
 
+@pytest.mark.parametrize("engine", SPARK_SLOW)
 def test_a_table_of_broken_rows_gets_no_hint(tmp_path, engine, backend):
     # Real rows cut short (an export that stopped mid-line), nulls, and messages that aren't objects.
     rows = [line[: len(line) // 2] for line in _lines("xtuner/openai_sft.jsonl")[:6]]

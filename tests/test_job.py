@@ -19,7 +19,7 @@ from chatgate.job.registry import store_for
 from chatgate.job.runner import EXIT_CRITICAL, EXIT_ERROR, EXIT_OK, run
 from chatgate.rules import ChatCheck, locate, row_problems
 from chatgate.sample import chat_table
-from job_helpers import job_config, read_delta
+from job_helpers import engine_cases, job_config, read_delta
 
 CHECKS = {"first_role": "user", "last_role": "assistant"}
 
@@ -103,9 +103,13 @@ def test_rerun_with_same_run_id_replaces_its_rows(tmp_path, source, engine, back
     assert sorted(_read(config.outputs.summary)["run_id"].to_pylist()) == ["run-1", "run-2"]
 
 
+# The status follows from the summary's counts, whatever the engine: one case on Spark in `make test`.
 @pytest.mark.parametrize(
-    "levels, status",
-    [({}, EXIT_OK), ({"warning": 1}, EXIT_OK), ({"error": 0.1}, EXIT_ERROR), ({"error": 5, "critical": 10}, EXIT_CRITICAL)],
+    ("engine", "levels", "status"),
+    engine_cases(
+        [({"error": 0.1}, EXIT_ERROR), ({}, EXIT_OK), ({"warning": 1}, EXIT_OK), ({"error": 5, "critical": 10}, EXIT_CRITICAL)],
+        spark_fast=1,
+    ),
 )
 def test_exit_status_follows_the_levels_reached(tmp_path, source, engine, backend, levels, status):
     path, _ = source
@@ -230,6 +234,48 @@ def test_spark_outputs_read_the_source_once_more(tmp_path, source, spark):
     valid = _read(config.outputs.valid)
     assert sorted(valid["id"].to_pylist()) == sorted(set(table["id"].to_pylist()) - set(expected))
     assert result.valid == valid.num_rows > 0
+
+
+DRIVER_ROWS = 100
+"""The most rows one Spark action may bring to the driver in a run: counts and a preview, never a row per failure."""
+
+
+@pytest.fixture
+def driver_rows(spark, monkeypatch) -> list[int]:
+    """The rows each DataFrame or RDD action brings to the driver while the test lasts."""
+    from pyspark import RDD
+
+    received: list[int] = []
+
+    def counted(method):
+        def action(self, *args, **kwargs):
+            out = method(self, *args, **kwargs)
+            received.append(out.num_rows if isinstance(out, pa.Table) else len(out) if hasattr(out, "__len__") else 1)
+            return out
+
+        return action
+
+    frame = type(spark.range(1))
+    for name in ("collect", "take", "tail", "head", "toArrow", "toPandas"):
+        monkeypatch.setattr(frame, name, counted(getattr(frame, name)))
+    monkeypatch.setattr(frame, "toLocalIterator", lambda self, *args, **kwargs: pytest.fail("toLocalIterator"))
+    monkeypatch.setattr(RDD, "collect", counted(RDD.collect))
+    return received
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("dedup", ["on", "auto"])
+def test_the_spark_job_brings_no_failing_row_to_the_driver(tmp_path, spark, driver_rows, dedup):
+    """On a large table the failures would overflow the driver (spark.driver.maxResultSize):
+    tests/test_spark_submit.py runs 150,000 of them with the slow tests."""
+    from chatgate.engines.spark import SparkEngine
+
+    failing = 20 * DRIVER_ROWS
+    path = str(tmp_path / "chats")
+    write_deltalake(path, pa.table({"id": range(failing), "messages": [json.dumps([{"role": "user", "content": f"q{i}"}]) for i in range(failing)]}))
+    result = run(_config(tmp_path, path, "spark", dedup=dedup), SparkEngine(spark=spark))
+    assert result.quarantined == failing
+    assert driver_rows and max(driver_rows) <= DRIVER_ROWS
 
 
 def test_quarantine_says_at_which_message_each_problem_is(tmp_path, source, engine, backend):

@@ -26,7 +26,7 @@ from chatgate.job import writes
 from chatgate.job.registry import store_for
 from chatgate.job.runner import run
 from chatgate.sample import chat_table
-from job_helpers import job_config, read_delta
+from job_helpers import SPARK_SLOW, job_config, read_delta
 
 REPO = Path(__file__).resolve().parents[1]
 CHECKS = {"last_role": "assistant"}
@@ -330,7 +330,7 @@ for round_ in ("fresh", "existing"):
 
 
 # Two JVMs take over a minute; the duckdb case and the in-process Spark conflict tests above stay fast.
-@pytest.mark.parametrize("engine", ["duckdb", pytest.param("spark", marks=[pytest.mark.spark, pytest.mark.slow])])
+@pytest.mark.parametrize("engine", SPARK_SLOW)
 def test_concurrent_runs_on_the_same_outputs_both_land(tmp_path, engine):
     source, table = _source(tmp_path, rows=80)
     barrier = tmp_path / "barrier"

@@ -1,5 +1,9 @@
 """Incremental runs (`--since last`): only the rows inserted since the last complete run of the same
-check are read, on both engines, with and without Delta's change data feed."""
+check are read, on both engines, with and without Delta's change data feed.
+
+On Spark, `make test` runs the store's own paths (appends, the change feed, a version pinned
+while rows arrive); what the log's commits or the summary decide is shared by both stores, and
+runs on Spark with the slow tests."""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ from chatgate import first_problem
 from chatgate.job import runner
 from chatgate.job.runner import run
 from chatgate.sample import chat_table
-from job_helpers import job_config, read_delta
+from job_helpers import SPARK_SLOW, engine_cases, job_config, read_delta
 
 CHECKS = {"last_role": "assistant"}
 CDF = {"delta.enableChangeDataFeed": "true"}
@@ -76,6 +80,7 @@ def test_appends_are_read_once_each(tmp_path, engine, backend, feed):
     assert (_summary(tmp_path, "r3")["scope"], _summary(tmp_path, "r3")["rows_read"]) == ("changes", 0)
 
 
+@pytest.mark.parametrize("engine", SPARK_SLOW)
 def test_a_compaction_between_runs_reads_no_row_twice(tmp_path, engine, backend):
     source = str(tmp_path / "chats")
     _append(source, 0, 60, 1)
@@ -87,7 +92,7 @@ def test_a_compaction_between_runs_reads_no_row_twice(tmp_path, engine, backend)
     _assert_read_exactly(tmp_path, "r2", new)
 
 
-@pytest.mark.parametrize("change", ["update", "delete"])
+@pytest.mark.parametrize(("engine", "change"), engine_cases([("delete",), ("update",)], spark_fast=1))
 def test_an_update_or_delete_without_the_change_data_feed_makes_a_full_run_naming_the_commit(
     tmp_path, engine, backend, change, caplog
 ):
@@ -118,6 +123,7 @@ def test_with_the_change_data_feed_updates_are_read_as_their_new_rows_and_delete
     _assert_read_exactly(tmp_path, "r2", updated)
 
 
+@pytest.mark.parametrize("engine", SPARK_SLOW)
 def test_a_change_of_options_or_no_earlier_run_makes_a_full_run(tmp_path, engine, backend, caplog):
     source = str(tmp_path / "chats")
     first = _append(source, 0, 50, 1)
@@ -159,6 +165,7 @@ def test_since_a_version_reads_the_rows_after_it(tmp_path, engine, backend):
     _assert_read_exactly(tmp_path, "r1", new)
 
 
+@pytest.mark.parametrize("engine", SPARK_SLOW)
 def test_a_retried_run_with_the_same_id_reads_what_its_first_attempt_read(tmp_path, engine, backend):
     source = str(tmp_path / "chats")
     _append(source, 0, 40, 1)

@@ -151,6 +151,7 @@ def test_readme_spark_sql_runs_over_the_outputs(lake, first_run, spark):
 FAILING_AT_SCALE = 150_000
 
 
+@pytest.mark.slow  # a third JVM: in make test, tests/test_job.py counts the rows the Spark job brings to the driver
 def test_hundreds_of_thousands_of_failing_values_never_reach_the_driver_and_the_error_level_gives_status_3(tmp_path):
     # 1 MB of results on the driver stands for a billion-row table with a few percent failing
     # under the default 1 GB: the failing keys (~40 bytes each, 6 MB here) must stay on the executors.

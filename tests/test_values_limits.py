@@ -34,6 +34,7 @@ from chatgate.rules import (
 )
 from chatgate.rules.base.sizes import OTHER_BYTES, array_bytes, value_bytes
 from chatgate.rules.conversation.spec import MAX_VALUE_BYTES
+from job_helpers import SPARK_SLOW
 
 GOOD = json.dumps([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}])
 LIMIT = len(GOOD.encode())
@@ -316,7 +317,7 @@ def _huge_source(path) -> tuple[str, int]:
 
 
 # On Spark it takes about 20 s (the value crosses to the check's Python worker and back).
-@pytest.mark.parametrize("engine", ["duckdb", pytest.param("spark", marks=[pytest.mark.spark, pytest.mark.slow])])
+@pytest.mark.parametrize("engine", SPARK_SLOW)
 def test_a_30_mb_value_is_too_large_by_default_and_kept_whole_in_the_quarantine(tmp_path, engine, backend):
     from chatgate.job.runner import run
     from job_helpers import job_config, read_delta
