@@ -240,6 +240,13 @@ DRIVER_ROWS = 100
 """The most rows one Spark action may bring to the driver in a run: counts and a preview, never a row per failure."""
 
 
+def _rows_in(result) -> int:
+    """The rows an action returned: a list of them, an Arrow table, a pandas frame; else one (head())."""
+    if isinstance(result, pa.Table):
+        return result.num_rows
+    return len(result) if isinstance(result, list) or hasattr(result, "shape") else 1
+
+
 @pytest.fixture
 def driver_rows(spark, monkeypatch) -> list[int]:
     """The rows each DataFrame or RDD action brings to the driver while the test lasts."""
@@ -250,7 +257,7 @@ def driver_rows(spark, monkeypatch) -> list[int]:
     def counted(method):
         def action(self, *args, **kwargs):
             out = method(self, *args, **kwargs)
-            received.append(out.num_rows if isinstance(out, pa.Table) else len(out) if hasattr(out, "__len__") else 1)
+            received.append(_rows_in(out))
             return out
 
         return action
@@ -258,7 +265,8 @@ def driver_rows(spark, monkeypatch) -> list[int]:
     frame = type(spark.range(1))
     for name in ("collect", "take", "tail", "head", "toArrow", "toPandas"):
         monkeypatch.setattr(frame, name, counted(getattr(frame, name)))
-    monkeypatch.setattr(frame, "toLocalIterator", lambda self, *args, **kwargs: pytest.fail("toLocalIterator"))
+    streamed = "the job streamed rows to the driver (toLocalIterator)"
+    monkeypatch.setattr(frame, "toLocalIterator", lambda self, *args, **kwargs: pytest.fail(streamed))
     monkeypatch.setattr(RDD, "collect", counted(RDD.collect))
     return received
 
@@ -272,7 +280,8 @@ def test_the_spark_job_brings_no_failing_row_to_the_driver(tmp_path, spark, driv
 
     failing = 20 * DRIVER_ROWS
     path = str(tmp_path / "chats")
-    write_deltalake(path, pa.table({"id": range(failing), "messages": [json.dumps([{"role": "user", "content": f"q{i}"}]) for i in range(failing)]}))
+    questions = [json.dumps([{"role": "user", "content": f"q{i}"}]) for i in range(failing)]  # no reply: last_role
+    write_deltalake(path, pa.table({"id": range(failing), "messages": questions}))
     result = run(_config(tmp_path, path, "spark", dedup=dedup), SparkEngine(spark=spark))
     assert result.quarantined == failing
     assert driver_rows and max(driver_rows) <= DRIVER_ROWS
