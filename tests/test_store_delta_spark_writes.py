@@ -1,6 +1,7 @@
 """How the Spark store writes a run's rows to a Delta path: one commit per write, whether the
-table is new or not, and the log read once a write, to count what the write added. Its schema
-and the deletion of a run's rows look at the path once, without reading the history."""
+table is new or not, and the log read once a write, to count what the write added (its latest
+commit first). Its schema and the deletion of a run's rows look at the path once, without
+reading the history."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from chatgate.errors import OutputError
 from chatgate.stores.delta_spark import DeltaSparkStore
+from chatgate.stores.delta_spark_sql import HISTORY_SEARCHED
 from job_helpers import read_delta
 
 pytestmark = pytest.mark.spark
@@ -44,6 +46,15 @@ def test_a_new_path_and_a_rerun_are_each_one_write_whose_log_is_read_once_to_cou
         *({"id": i, "run": "a"} for i in range(20, 24)),
     ]
     assert len(history_reads) == 3  # one per write: its own commit's row count
+
+
+def test_a_write_finds_its_own_commit_behind_a_later_one(spark, tmp_path, history_reads):
+    store, target = DeltaSparkStore(spark), str(tmp_path / "q")
+    metadata = store._replace(_rows(spark, "a", range(3)), target, "run", "a")
+    store.replace_run(_rows(spark, "b", range(10, 12)), target, "run", "b")  # another writer's commit since
+    history_reads.clear()
+    assert store._rows_written(target, metadata) == 3
+    assert [read.split("LIMIT ")[1] for read in history_reads] == ["1", str(HISTORY_SEARCHED)]
 
 
 def test_a_new_table_whose_names_need_mapping_is_created_with_it(spark, tmp_path, history_reads):

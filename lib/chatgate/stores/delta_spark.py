@@ -235,12 +235,18 @@ class DeltaSparkStore(TableStore):
         return self._history(target, 1) is None
 
     def _rows_written(self, target: str, metadata: str) -> int:
-        """The rows our commit (found by its metadata among the latest, as others may commit meanwhile) added."""
-        history = self._history(target, HISTORY_SEARCHED)
-        commits = history[1] if history else []
-        mine = next((commit for commit in commits if commit["userMetadata"] == metadata), None)
-        metrics = (mine["operationMetrics"] if mine else None) or {}
-        return int(metrics.get("numOutputRows", 0))
+        """The rows our commit (found by its metadata among the latest, as others may commit meanwhile) added.
+
+        The latest commit is read first: it is ours unless another writer committed since, and
+        each commit searched is a file read from the log.
+        """
+        for limit in (1, HISTORY_SEARCHED):
+            history = self._history(target, limit)
+            commits = history[1] if history else []
+            mine = next((commit for commit in commits if commit["userMetadata"] == metadata), None)
+            if mine is not None:
+                return int((mine["operationMetrics"] or {}).get("numOutputRows", 0))
+        return 0
 
     def write_arrow(self, rows: pa.Table, target: str, run_id_column: str, run_id: str) -> None:
         # The rows are on the driver, counted: the log isn't asked how many were written.
