@@ -128,14 +128,16 @@ class DeltaSparkStore(TableStore):
         ref = self._ref(target)
         if ref is None:
             return None
-        try:
+
+        def read() -> tuple[str, list[Any]]:
             return ref, self.spark.sql(f"DESCRIBE HISTORY {ref} LIMIT {int(limit)}").collect()
-        except Exception as exc:
-            # A path: only Delta's "no Delta table here"; any other failure (storage, credentials) is raised.
-            # A catalog table that exists: any analysis error means Delta can't take it.
-            if is_not_a_delta_path(exc) or (not is_path(target) and isinstance(exc, AnalysisException)):
-                return None
-            raise
+
+        if is_path(target):
+            return self._at_path(read)
+        try:
+            return read()
+        except AnalysisException:  # a catalog table that exists: any analysis error means Delta can't take it
+            return None
 
     def _table_exists(self, name: str) -> bool:
         try:
