@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
+import functools
 import json
 import os
 import platform
@@ -81,6 +82,29 @@ def timed(func, repeats: int):
         result = func()
         seconds.append(time.perf_counter() - start)
     return statistics.median(seconds), result
+
+
+def timed_in_turns(funcs: dict, repeats: int, on_error=None) -> dict:
+    """`timed` of each of `funcs`, run in turns: each round runs every function once. A function
+    that raises is left out of the next rounds and of the result, after `on_error(name, exc)`."""
+    seconds: dict = {name: [] for name in funcs}
+    results: dict = {}
+    for _ in range(repeats):
+        for name, func in funcs.items():
+            if name not in seconds:
+                continue
+            start = time.perf_counter()
+            try:
+                results[name] = func()
+            except Exception as exc:  # noqa: BLE001 - a baseline that can't finish is a result too
+                if on_error is None:
+                    raise
+                on_error(name, exc)
+                del seconds[name]
+                results.pop(name, None)
+                continue
+            seconds[name].append(time.perf_counter() - start)
+    return {name: (statistics.median(times), results[name]) for name, times in seconds.items()}
 
 
 def embedded_peak_memory(source: str, dedup: str = "auto") -> dict:
@@ -241,47 +265,60 @@ def run_scenario(rows: int, dup: float, repeats: int, spark, scratch: Path, skip
     print(f"\n== {rows:,} rows, {dup:.0%} duplicates, {mb:,.0f} MB of JSON")
     runs: dict[str, dict] = {}
 
-    def measure(name, func):
-        if any(part in name for part in skip):
-            return
-        try:
-            seconds, result = timed(func, repeats)
-        except Exception as exc:  # noqa: BLE001 - a baseline that can't finish is a result too
-            runs[name] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
-            print(f"  {name:28s} failed: {runs[name]['error']}")
-            return
+    def record(name, seconds, result):
         failed = result[0] if isinstance(result, tuple) else result
         runs[name] = {"seconds": seconds, "rows_per_s": rows / seconds, "mb_per_s": mb / seconds, "failed": failed}
         if isinstance(result, tuple):
             runs[name]["driver_bytes"] = result[1]
         print(f"  {name:28s} {seconds:7.2f} s  {rows / seconds:>10,.0f} rows/s", flush=True)
 
-    measure("duckdb ceiling (read+hash)", lambda: paths.duckdb_ceiling(source, scratch))
-    for mode in ("auto", "on", "off"):
-        measure(f"embedded job dedup={mode}", lambda m=mode: paths.job("duckdb", source, scratch, dedup=m))
-    # --threads 1: DuckDB on one thread and the check in the job's process (no workers).
-    measure("embedded job one core", lambda: paths.job("duckdb", source, scratch, threads=1))
-    measure("embedded job --fix safe", lambda: paths.job("duckdb", source, scratch, fix="safe"))
+    def failure(name, exc):
+        runs[name] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
+        print(f"  {name:28s} failed: {runs[name]['error']}")
+
+    def measure(name, func):
+        measure_in_turns({name: func})
+
+    def measure_in_turns(paths_timed):
+        """Paths whose ratios are targets, timed in turns (a round of each, `repeats` times): run
+        one after another, each path's repeats would meet the machine in a different state."""
+        timed_paths = {n: f for n, f in paths_timed.items() if not any(part in n for part in skip)}
+        for name, (seconds, result) in timed_in_turns(timed_paths, repeats, on_error=failure).items():
+            record(name, seconds, result)
+
+    measure_in_turns({
+        "duckdb ceiling (read+hash)": lambda: paths.duckdb_ceiling(source, scratch),
+        **{f"embedded job dedup={m}": functools.partial(paths.job, "duckdb", source, scratch, dedup=m)
+           for m in ("auto", "on", "off")},
+        # --threads 1: DuckDB on one thread and the check in the job's process (no workers).
+        "embedded job one core": functools.partial(paths.job, "duckdb", source, scratch, threads=1),
+        "embedded job --fix safe": functools.partial(paths.job, "duckdb", source, scratch, fix="safe"),
+    })
     if dup == FEW_FAILING_AT:
         few = source_table(rows, dup, defect_fraction=0.01)
-        measure("embedded job, 1% failing", lambda: paths.job("duckdb", few, scratch))
-        measure("embedded job --fix safe, 1% failing", lambda: paths.job("duckdb", few, scratch, fix="safe"))
+        measure_in_turns({
+            "embedded job, 1% failing": functools.partial(paths.job, "duckdb", few, scratch),
+            "embedded job --fix safe, 1% failing": functools.partial(paths.job, "duckdb", few, scratch, fix="safe"),
+        })
     measure("duckdb native SQL", lambda: paths.duckdb_native_sql(source, scratch))
     if spark is not None:
         from chatgate.engines.spark import SparkEngine
 
         backend = SparkEngine(spark=spark, locate=True)  # as the job makes it (job.registry)
-        measure("spark ceiling (scan+hash)", lambda: paths.spark_ceiling(spark, source, scratch))
-        measure("spark mapInArrow hand-off", lambda: paths.spark_mapinarrow_handoff(spark, source, scratch))
-        for mode in ("auto", "on", "off"):
-            measure(f"spark job dedup={mode}", lambda m=mode: paths.job("spark", source, scratch, dedup=m, backend=backend))
-        measure("spark job --fix safe", lambda: paths.job("spark", source, scratch, fix="safe", backend=backend))
+        spark_job = functools.partial(paths.job, "spark", backend=backend)
+        measure_in_turns({
+            "spark ceiling (scan+hash)": lambda: paths.spark_ceiling(spark, source, scratch),
+            "spark mapInArrow hand-off": lambda: paths.spark_mapinarrow_handoff(spark, source, scratch),
+            **{f"spark job dedup={m}": functools.partial(spark_job, source, scratch, dedup=m) for m in ("auto", "on", "off")},
+            "spark job --fix safe": functools.partial(spark_job, source, scratch, fix="safe"),
+            "spark pandas UDF per row": lambda: paths.spark_pandas_udf_per_row(spark, source, scratch),
+        })
         if dup == FEW_FAILING_AT:
-            measure("spark job, 1% failing", lambda: paths.job("spark", few, scratch, backend=backend))
-            measure("spark job --fix safe, 1% failing",
-                    lambda: paths.job("spark", few, scratch, fix="safe", backend=backend))
+            measure_in_turns({
+                "spark job, 1% failing": functools.partial(spark_job, few, scratch),
+                "spark job --fix safe, 1% failing": functools.partial(spark_job, few, scratch, fix="safe"),
+            })
         measure("spark native SQL", lambda: paths.spark_native_sql(spark, source, scratch))
-        measure("spark pandas UDF per row", lambda: paths.spark_pandas_udf_per_row(spark, source, scratch))
         # Last: on a large table it may exhaust the driver's memory.
         measure("spark driver path", lambda: paths.spark_driver_path(spark, source, scratch))
     jobs = "embedded" if "embedded job dedup=auto" in runs else "spark"
