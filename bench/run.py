@@ -76,12 +76,7 @@ def machine() -> str:
 
 def timed(func, repeats: int):
     """Median seconds of `repeats` runs, and the last result."""
-    seconds, result = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = func()
-        seconds.append(time.perf_counter() - start)
-    return statistics.median(seconds), result
+    return timed_in_turns({func: func}, repeats)[func]
 
 
 def timed_in_turns(funcs: dict, repeats: int, on_error=None) -> dict:
