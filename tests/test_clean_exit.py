@@ -27,7 +27,8 @@ from chatgate.sample import chat_table
 from chatgate.stores.deltalake_tables import delta_source
 
 RUNS = {"demo": 4, "run": 4, "run_column_mapping": 4, "recipe": 8, "recipe_column_mapping": 8}
-"""Fresh processes per way in the default suite (the file takes about 40 s on 2 cores).
+"""Fresh processes per way in the default suite (the file takes about 40 s on 2 cores; the
+ways over a column-mapped table, which differ only in the table they read, run with the slow tests).
 
 Measured with the recipe reading through `DeltaTable(path).to_pyarrow_dataset()`
 instead of `delta_source`, 16 of 20 processes died at exit: 8 runs miss that
@@ -132,7 +133,9 @@ def _assert_clean_exits(command: list[str], runs: int, cwd: Path) -> None:
     assert not failures, f"{len(failures)} of {runs} runs didn't exit cleanly:\n" + "\n".join(failures)
 
 
-@pytest.mark.parametrize("way", list(RUNS))
+@pytest.mark.parametrize(
+    "way", [pytest.param(way, marks=[pytest.mark.slow] if "column_mapping" in way else []) for way in RUNS]
+)
 def test_every_documented_way_exits_cleanly(lake, tmp_path, way):
     _assert_clean_exits(_ways(lake, tmp_path)[way], RUNS[way], tmp_path)
 

@@ -137,7 +137,7 @@ def _incompressible_source(path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("engine", _engines())
+@pytest.mark.parametrize("engine", SPARK_SLOW)
 def test_a_full_disk_under_an_output_is_one_line_without_a_panic(tmp_path, engine, small_disk):
     source = _incompressible_source(tmp_path / "chats")
     target = small_disk / "q"

@@ -33,7 +33,7 @@ from chatgate.stores.files import (
     parse_line,
     split_lines,
 )
-from job_helpers import engine_cases, job_config, read_delta
+from job_helpers import SPARK_SLOW, engine_cases, job_config, read_delta
 
 CORPUS = Path(__file__).resolve().parent / "data" / "corpus"
 
@@ -212,6 +212,7 @@ def test_a_source_version_of_a_file_is_refused_in_one_line(tmp_path, engine, bac
         run(job_config(tmp_path, path, engine, {}, source_version=0), backend)
 
 
+@pytest.mark.parametrize("engine", SPARK_SLOW)
 def test_since_last_on_a_file_reads_it_whole(tmp_path, engine, backend, caplog):
     path = _write(tmp_path / "chats.jsonl", LINES)
     for run_id in ("run-1", "run-2"):

@@ -17,7 +17,7 @@ from chatgate.errors import ConfigError
 from chatgate.job.runner import run
 from chatgate.job.summary import format_summary
 from chatgate.sample import chat_table
-from job_helpers import job_config, read_delta
+from job_helpers import SPARK_SLOW, job_config, read_delta
 
 CHECKS = {"first_role": "user", "last_role": "assistant"}
 
@@ -109,6 +109,7 @@ def test_valid_can_include_the_fixed_rows(tmp_path, source, engine, backend):
     assert "valid:      " in format_summary(result) and "the fixed ones included" in format_summary(result)
 
 
+@pytest.mark.parametrize("engine", SPARK_SLOW)  # reruns on Spark: tests/test_job.py
 def test_a_rerun_replaces_its_fixed_rows(tmp_path, source, engine, backend):
     path, _ = source
     config, first = _run(tmp_path, path, engine, backend, fix="safe")

@@ -148,7 +148,7 @@ def _two_chat_columns(path: str) -> None:
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("dedup", ["auto", "on", "off"])
+@pytest.mark.parametrize("dedup", ["auto", *(pytest.param(d, marks=pytest.mark.slow) for d in ("on", "off"))])
 def test_the_spark_job_quarantine_located_by_the_check_is_the_one_located_after(tmp_path, spark, dedup):
     """The Spark check locates each failing row's problem too (`SparkEngine(locate=True)`, as the job's
     registry makes it); two chat columns: the second step judges the first's annotated table, and

@@ -145,6 +145,7 @@ def test_a_source_version_needs_a_delta_source(tmp_path, engine, backend):
 # -- own rows only, and retried commits --------------------------------------------------------
 
 
+@pytest.mark.parametrize("engine", SPARK_SLOW)
 def test_a_failed_run_deletes_only_its_own_rows(tmp_path, engine, backend, monkeypatch):
     source, table = _source(tmp_path)
     run(_config(tmp_path, source, engine, run_id="a"), backend)
@@ -162,6 +163,7 @@ def test_a_failed_run_deletes_only_its_own_rows(tmp_path, engine, backend, monke
     _assert_conserved(tmp_path, table, "a")
 
 
+@pytest.mark.parametrize("engine", SPARK_SLOW)
 def test_a_failed_rerun_is_no_longer_a_complete_run(tmp_path, engine, backend, monkeypatch):
     source, _ = _source(tmp_path)
     run(_config(tmp_path, source, engine), backend)
@@ -189,6 +191,7 @@ def test_a_write_that_loses_a_commit_race_is_tried_again(tmp_path, engine, backe
     _assert_conserved(tmp_path, table, "run-1")
 
 
+@pytest.mark.parametrize("engine", SPARK_SLOW)
 def test_a_write_that_keeps_losing_gives_up_and_takes_its_rows_back(tmp_path, engine, backend, monkeypatch):
     source, _ = _source(tmp_path)
     run(_config(tmp_path, source, engine, run_id="other"), backend)
@@ -218,6 +221,7 @@ RUN_IDS = [
 ]
 
 
+@pytest.mark.parametrize("engine", SPARK_SLOW)
 def test_orchestrator_run_ids_are_stored_exactly_and_replace_only_their_rows(tmp_path, engine, backend):
     source, table = _source(tmp_path, rows=40)
     # On Spark (a few seconds a run), the ids that quoting in its SQL could confuse.

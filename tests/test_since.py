@@ -111,6 +111,7 @@ def test_an_update_or_delete_without_the_change_data_feed_makes_a_full_run_namin
     _assert_read_exactly(tmp_path, "r2", read_delta(source))
 
 
+@pytest.mark.parametrize("engine", SPARK_SLOW)
 def test_with_the_change_data_feed_updates_are_read_as_their_new_rows_and_deletes_add_none(tmp_path, engine, backend):
     source = str(tmp_path / "chats")
     _append(source, 0, 60, 1, configuration=CDF)
@@ -136,6 +137,7 @@ def test_a_change_of_options_or_no_earlier_run_makes_a_full_run(tmp_path, engine
     assert _summary(tmp_path, "r1")["fingerprint"] != _summary(tmp_path, "r2")["fingerprint"]
 
 
+@pytest.mark.parametrize("engine", SPARK_SLOW)
 def test_rows_appended_during_an_incremental_run_wait_for_the_next(tmp_path, engine, backend, monkeypatch):
     source = str(tmp_path / "chats")
     _append(source, 0, 40, 1)

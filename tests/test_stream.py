@@ -73,6 +73,7 @@ def test_appends_between_available_now_runs_are_checked_once_each(tmp_path, spar
 
 
 @pytest.mark.spark
+@pytest.mark.slow  # make test runs one stream's appends (above)
 def test_a_second_stream_on_the_same_outputs_keeps_its_own_rows(tmp_path, spark):
     from chatgate.engines.spark import SparkEngine
     from chatgate.job.stream import run_stream

@@ -14,7 +14,7 @@ from chatgate.job.registry import store_for
 from chatgate.job.runner import run
 from chatgate.job.writes import RowsLeftBehind
 from chatgate.sample import chat_table
-from job_helpers import job_config, read_delta
+from job_helpers import SPARK_SLOW, job_config, read_delta
 
 CHATGATE = str(Path(sys.executable).with_name("chatgate"))
 CHECKS = {"last_role": "assistant"}
@@ -69,6 +69,7 @@ def test_a_take_back_that_fails_names_the_tables_and_the_run_and_clean_removes_t
     assert _run_ids(tmp_path / "quarantine") == _run_ids(tmp_path / "valid") == {"other"}
 
 
+@pytest.mark.parametrize("engine", SPARK_SLOW)
 def test_a_rerun_with_the_run_id_replaces_the_rows_left_behind(tmp_path, engine, backend, monkeypatch):
     source = _source(tmp_path)
     with monkeypatch.context() as patch:
