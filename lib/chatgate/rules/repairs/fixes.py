@@ -70,6 +70,10 @@ class _Context:
         self.is_blank = blank_checker(fmt.text_key)
         # A lead role (system, and developer with harmony) can't be a valid first turn.
         self.lead_roles = ("system", DEVELOPER_ROLE) if fmt.harmony else ("system",)
+        self.allowed = fmt.role_set | (
+            {tag for tag in SHAREGPT_ROLES if self.aliases.get(tag) in fmt.role_set} if fmt.sharegpt else frozenset()
+        )
+        """The roles allowed as written: one of `roles=`, or (sharegpt=True) a tag of an allowed role."""
         self.longest_role = max((len(role.encode("utf-8", "surrogatepass")) for role in fmt.role_set), default=0)
         """The longest allowed role's size in UTF-8 bytes."""
 
@@ -95,13 +99,6 @@ class _Context:
             if not is_missing(value) and not (is_sequence(value) and not len(value)):
                 return True
         return self.fmt.sharegpt and message.get(self.role_key) == "function_call"
-
-    def is_allowed(self, written: str) -> bool:
-        """Is a role, as written, allowed: one of `roles=`, or (sharegpt=True) a tag of an allowed role?"""
-        role_set = self.fmt.role_set
-        if written in role_set:
-            return True
-        return self.fmt.sharegpt and written in SHAREGPT_ROLES and self.aliases.get(written) in role_set
 
     def lead(self, messages: list[Any]) -> int:
         """How many messages lead the turns: a system message, then (harmony=True) a developer one."""
@@ -182,13 +179,17 @@ def _opens_a_string(text: Any) -> bool:
 def map_roles(messages: list[Any], ctx: _Context) -> list[Any] | None:
     """A role that isn't allowed but is a known alias of an allowed one is renamed (`DEFAULT_ROLE_MAP`,
     extended by `role_map=`); other roles are left as they are."""
-    out = [_renamed(message, ctx) for message in messages]
-    return out if any(a is not b for a, b in zip(out, messages)) else None
+    # Most failing values' roles are all allowed: nothing is copied until one is renamed.
+    for i, message in enumerate(messages):
+        renamed = _renamed(message, ctx)
+        if renamed is not message:
+            return [*messages[:i], renamed, *(_renamed(m, ctx) for m in messages[i + 1 :])]
+    return None
 
 
 def _renamed(message: Any, ctx: _Context) -> Any:
     written = message.get(ctx.role_key) if _is_mapping(message) else None
-    if not isinstance(written, str) or ctx.is_allowed(written):
+    if not isinstance(written, str) or written in ctx.allowed:
         return message
     role = ctx.renames.get(written)
     if role is None or role not in ctx.fmt.role_set:
@@ -198,8 +199,10 @@ def _renamed(message: Any, ctx: _Context) -> Any:
 
 def drop_empty(messages: list[Any], ctx: _Context) -> list[Any] | None:
     """Messages whose content is missing, null, empty or blank are dropped (never one with tool calls)."""
-    kept = [message for message in messages if not _is_empty(message, ctx)]
-    return kept if len(kept) < len(messages) else None
+    for i, message in enumerate(messages):
+        if _is_empty(message, ctx):
+            return [*messages[:i], *(m for m in messages[i + 1 :] if not _is_empty(m, ctx))]
+    return None
 
 
 def _is_empty(message: Any, ctx: _Context) -> bool:
@@ -212,8 +215,11 @@ def _is_empty(message: Any, ctx: _Context) -> bool:
 def hoist_system(messages: list[Any], ctx: _Context) -> list[Any] | None:
     """System messages not in first place are merged into one leading system message (into the
     existing one if there is one), their contents joined in order with a blank line."""
-    at = [i for i, message in enumerate(messages) if ctx.role(message) == "system"]
-    if not ctx.fmt.has_system or not at or at == [0]:
+    if not ctx.fmt.has_system:
+        return None
+    role = ctx.role
+    at = [i for i, message in enumerate(messages) if role(message) == "system"]
+    if not at or at == [0]:
         return None
     content = ctx.content(messages[at[0]])
     for i in at[1:]:
