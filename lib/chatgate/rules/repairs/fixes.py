@@ -217,8 +217,7 @@ def hoist_system(messages: list[Any], ctx: _Context) -> list[Any] | None:
     existing one if there is one), their contents joined in order with a blank line."""
     if not ctx.fmt.has_system:
         return None
-    role = ctx.role
-    at = [i for i, message in enumerate(messages) if role(message) == "system"]
+    at = [i for i, message in enumerate(messages) if ctx.role(message) == "system"]
     if not at or at == [0]:
         return None
     content = ctx.content(messages[at[0]])
