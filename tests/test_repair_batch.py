@@ -108,15 +108,32 @@ def test_passing_array_comes_back_as_itself():
 
 def test_each_distinct_text_is_repaired_once(monkeypatch):
     calls = []
-    real = repair_module._repair_failing
+    real = repair_module._repair_distinct
 
-    def counting(value, *args, **kwargs):
-        calls.append(value)
-        return real(value, *args, **kwargs)
+    def counting(values, *args, **kwargs):
+        calls.extend(values)
+        return real(values, *args, **kwargs)
 
-    monkeypatch.setattr(repair_module, "_repair_failing", counting)
+    monkeypatch.setattr(repair_module, "_repair_distinct", counting)
     repair_array(pa.array(TEXTS * 3), "safe", FMT)
     assert sorted(calls, key=str) == sorted({TEXTS[0], None, TEXTS[3]}, key=str)
+
+
+def test_values_are_repaired_a_bounded_number_at_a_time(monkeypatch):
+    sizes = []
+    real = repair_module._repair_distinct
+
+    def counting(values, *args, **kwargs):
+        sizes.append(len(values))
+        return real(values, *args, **kwargs)
+
+    monkeypatch.setattr(repair_module, "_repair_distinct", counting)
+    monkeypatch.setattr(repair_module, "ROUND_VALUES", 2)
+    texts = [json.dumps([msg("human", f"hi {i}"), msg("gpt", "yo")]) for i in range(5)]
+    fixed, applied, after = repair_array(pa.array(texts), "safe", FMT)
+    assert sizes == [2, 2, 1]
+    assert applied.to_pylist() == [["map_roles"]] * 5 and after.null_count == 5
+    assert [json.loads(v)[0]["content"] for v in fixed.to_pylist()] == [f"hi {i}" for i in range(5)]
 
 
 @pytest.mark.parametrize("kind", list(TEXT_ARRAYS))
@@ -159,13 +176,13 @@ def test_the_cycle_collector_is_paused_during_the_repairs_and_left_as_it_was(mon
     import gc
 
     seen = []
-    real = repair_module._repair_failing
+    real = repair_module._repair_distinct
 
     def recording(*args, **kwargs):
         seen.append(gc.isenabled())
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(repair_module, "_repair_failing", recording)
+    monkeypatch.setattr(repair_module, "_repair_distinct", recording)
     assert gc.isenabled()
     repair_array(pa.array(TEXTS), "safe", FMT)
     assert seen and not any(seen) and gc.isenabled()
@@ -179,7 +196,7 @@ def test_the_cycle_collector_is_paused_during_the_repairs_and_left_as_it_was(mon
     def failing(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(repair_module, "_repair_failing", failing)
+    monkeypatch.setattr(repair_module, "_repair_distinct", failing)
     with pytest.raises(RuntimeError):
         repair_array(pa.array(TEXTS), "safe", FMT)
     assert gc.isenabled()

@@ -163,26 +163,6 @@ def test_safe_repairs_keep_every_text(value, opts):
             assert any(isinstance(k, list) and all(p in k for p in content) for k in kept)
 
 
-@SETTINGS
-@given(defective(), options(), st.data())
-def test_a_repaired_value_stays_within_the_size_bound_of_its_text(value, opts, data):
-    """What lets the repairs skip measuring a value again (`stays_under_limit`): repaired, the
-    messages of a JSON text of L bytes measure at most (8 + longest role + len(JOINER)) L."""
-    from chatgate.rules import format_from
-    from chatgate.rules.base.sizes import value_bytes
-    from chatgate.rules.repairs.fixes import JOINER
-    from chatgate.rules.repairs.repair import stays_under_limit
-
-    repairs = data.draw(repair_sets(opts))
-    text = json.dumps(value, ensure_ascii=False).encode()
-    fmt = format_from(**opts)
-    bound = (8 + max(len(role.encode()) for role in fmt.role_set) + len(JOINER)) * len(text)
-    got = repair(text, repairs, **opts)
-    assert value_bytes(json.loads(got.value)) <= bound
-    assert stays_under_limit(text, format_from(**opts, max_value_bytes=bound))
-    assert not stays_under_limit(text, format_from(**opts, max_value_bytes=bound - 1))
-
-
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),

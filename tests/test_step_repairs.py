@@ -82,7 +82,7 @@ def test_the_shortcuts_agree_on_conversations_the_repairs_change(values, opts):
 
 
 def test_only_the_values_the_repairs_changed_are_judged(monkeypatch):
-    """The step's codes are read, not found again: the batch check sees the repaired value only."""
+    """The step's codes are read, not found again: the batch check sees the repaired value only, once."""
     import chatgate.fixes as fixes
     import chatgate.rules.repairs.repair as repair_module
 

@@ -187,15 +187,17 @@ class StepRepairs:
         taken = pa.array(rows, pa.int64())
         given = None if known is None else known.take(taken)
         codes, repaired = repairs_and_codes(values.take(taken), self.names, fmt, given)
+        # A value no repair changed keeps its code; JSON text was judged as it is written back.
         fixes = [
-            _Fix(done.value, done.applied) if done and done.applied else _Fix(None, [], code)
+            _Fix(done.value, done.applied, done.reason) if done and done.applied else _Fix(None, [], code)
             for code, done in zip(codes, repaired)
         ]
-        if self.check.judges_value_alone:  # a value no repair changed keeps its code
-            changed = [i for i, fix in enumerate(fixes) if fix.applied]
-            after = check_array(pa.array([fixes[i].value for i in changed], values.type), fmt).to_pylist()
-            for i, code in zip(changed, after):
-                fixes[i] = fixes[i]._replace(code=code)
+        if self.check.judges_value_alone:  # a native value is judged as Arrow holds it (struct fields filled in)
+            changed = [i for i, fix in enumerate(fixes) if fix.applied and not isinstance(fix.value, (str, bytes))]
+            if changed:
+                after = check_array(pa.array([fixes[i].value for i in changed], values.type), fmt).to_pylist()
+                for i, code in zip(changed, after):
+                    fixes[i] = fixes[i]._replace(code=code)
         return fixes
 
 

@@ -74,8 +74,6 @@ class _Context:
             {tag for tag in SHAREGPT_ROLES if self.aliases.get(tag) in fmt.role_set} if fmt.sharegpt else frozenset()
         )
         """The roles allowed as written: one of `roles=`, or (sharegpt=True) a tag of an allowed role."""
-        self.longest_role = max((len(role.encode("utf-8", "surrogatepass")) for role in fmt.role_set), default=0)
-        """The longest allowed role's size in UTF-8 bytes."""
 
     def role(self, message: Any) -> str | None:
         """The role the check reads of a message; None for one that isn't a mapping with a string role."""

@@ -48,7 +48,6 @@ from ..conversation.spec import ChatFormat
 from ..trainers.profiles import format_from
 from .fixes import (
     DEFAULT_ROLE_MAP,
-    JOINER,
     REPAIR_PRESETS,
     REPAIRS,
     TEXT,
@@ -73,6 +72,9 @@ __all__ = [
 ]
 
 _BY_NAME = {r.name: r for r in REPAIRS}
+
+ROUND_VALUES = 4096
+"""Distinct failing values repaired together (each repair tried on all, then the changed ones judged)."""
 
 # Floats as Decimal, written back by the encoder as they were read: repaired JSON keeps
 # its numbers (1e400, 0.1000000000000000055) rather than what a double makes of them.
@@ -155,59 +157,48 @@ def repair(value: Any, repairs: str | Iterable[str], **options: Any) -> Repaired
 
 def repair_value(value: Any, names: Iterable[str], fmt: ChatFormat) -> Repaired:
     """`repair` with its parameters already checked (`names` as `repair_names` gives them)."""
-    return _repair_failing(value, problem_of(value, fmt), frozenset(names), fmt)
+    return _repair_distinct([value], [problem_of(value, fmt)], frozenset(names), fmt)[0]
 
 
-def _repair_failing(
-    value: Any, reason: str | None, names: frozenset[str], fmt: ChatFormat, *, audit: bool = True
-) -> Repaired:
-    """The named repairs of a value whose code is `reason`, each while the value still fails.
+def _repair_distinct(
+    values: list[Any], reasons: list[str | None], names: frozenset[str], fmt: ChatFormat
+) -> list[Repaired]:
+    """The named repairs of values whose codes are `reasons`, each while a value still fails.
 
-    With `audit=False` (a caller that judges the repaired values itself) the code after them is
-    the repaired messages' own, not that of the value written back in its form."""
-    if reason is None or reason == TOO_LARGE:
-        return Repaired(value, [], reason)  # a too large value is never read, so never repaired
-    work = _Work(value, fmt)
-    sized = None
-    applied: list[str] = []
+    The repairs go in rounds, in the order of `REPAIRS`: each is tried on every value that
+    still fails, then the values it changed are judged together, as they are written back
+    (`_judged`), before the next one is tried."""
+    # A too large value is never read, so never repaired.
+    works = {i: _Work(v, fmt) for i, (v, code) in enumerate(zip(values, reasons)) if code not in (None, TOO_LARGE)}
+    codes = list(reasons)
+    applied: dict[int, list[str]] = {}
+    written: dict[int, Any] = {}  # each changed value as it was last judged: as it comes back
+    failing = list(works)
     for chosen in REPAIRS:
-        if reason is None:
-            break
-        if chosen.name in names and work.apply(chosen):
-            applied.append(chosen.name)
-            if sized is None:  # a repaired value whose text was small isn't measured again
-                sized = stays_under_limit(value, fmt)
-            reason = problem_of(work.current(), fmt, sized=sized)
-    if not applied:
-        return Repaired(value, [], reason)
-    fixed = work.result()
-    return Repaired(fixed, applied, problem_of(fixed, fmt) if audit else reason)
+        if chosen.name not in names or not failing:
+            continue
+        changed = [i for i in failing if works[i].apply(chosen)]
+        for i in changed:
+            applied.setdefault(i, []).append(chosen.name)
+            written[i] = works[i].result()
+        for i, code in zip(changed, _judged([written[i] for i in changed], fmt)):
+            codes[i] = code
+        failing = [i for i in failing if codes[i] is not None]
+    return [
+        Repaired(written[i], applied[i], code) if i in applied else Repaired(value, [], code)
+        for i, (value, code) in enumerate(zip(values, codes))
+    ]
 
 
-def stays_under_limit(value: Any, fmt: ChatFormat) -> bool:
-    """Can no repair make this value larger than `max_value_bytes=`? Only JSON text is vouched for.
-
-    Decoded, a text of L bytes measures at most 8 L (`sizes`: a one-byte number counts 8; a text
-    no more than its JSON form). The repairs drop messages, decode a string's text (shorter),
-    rename a message's role to an allowed one, and join two messages' contents with `JOINER`,
-    one message fewer; a text of L bytes holds at most L messages. So the repaired value
-    measures at most (8 + longest role + len(JOINER)) L, with L at most 4 bytes per character.
-
-    >>> stays_under_limit('[{"role": "user", "content": "Hi"}]', ChatFormat())
-    True
-    >>> stays_under_limit("x" * 2**20, ChatFormat(max_value_bytes=2**20))
-    False
-    """
-    limit = fmt.max_value_bytes
-    if limit is None:
-        return True
-    if isinstance(value, str):
-        size = 4 * len(value)
-    elif isinstance(value, (bytes, bytearray)):
-        size = len(value)
-    else:
-        return False
-    return size * (8 + context(fmt).longest_role + len(JOINER)) <= limit
+def _judged(values: list[Any], fmt: ChatFormat) -> list[str | None]:
+    """The codes of repaired values: JSON text by the batch checker (`check_array`, several times
+    faster than the reference on decoded messages), native values by the reference."""
+    kinds = {type(value) for value in values}
+    if kinds == {str}:
+        return check_array(pa.array(values, pa.large_string()), fmt).to_pylist()
+    if kinds == {bytes}:
+        return check_array(pa.array(values, pa.large_binary()), fmt).to_pylist()
+    return [problem_of(value, fmt) for value in values]
 
 
 class _Work:
@@ -294,7 +285,7 @@ def repair_array(
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks() if array.num_chunks else pa.array([], array.type)
     plain = _unviewed(array)
-    reasons, failing, done = _failing_repairs(plain, names, fmt, audit=True)
+    reasons, failing, done = _failing_repairs(plain, names, fmt)
     applied: list[list[str]] = [[] for _ in range(len(array))]
     after = reasons.to_pylist()
     changed: dict[int, Any] = {}
@@ -311,8 +302,7 @@ def repair_array(
 def repaired_values(array: pa.Array, names: Iterable[str], fmt: ChatFormat) -> list[Repaired | None]:
     """Each value of `array` repaired as `repair_array` repairs it (`names` as `repair_names` gives
     them), None for one that passes or is too large to read, for a caller that builds the fixed
-    column and judges it itself: no array is built here, and the code after the repairs is the
-    repaired messages' own."""
+    column itself: no array is built here."""
     return repairs_and_codes(array, names, fmt)[1]
 
 
@@ -321,7 +311,7 @@ def repairs_and_codes(
 ) -> tuple[list[str | None], list[Repaired | None]]:
     """`repaired_values`, with each value's code before the repairs. `codes`, when the caller has
     them, are `check_array`'s codes of the values, which aren't then judged again."""
-    reasons, failing, done = _failing_repairs(_unviewed(array), frozenset(names), fmt, audit=False, codes=codes)
+    reasons, failing, done = _failing_repairs(_unviewed(array), frozenset(names), fmt, codes=codes)
     out: list[Repaired | None] = [None] * len(array)
     for row, result in zip(failing, done):
         out[row] = result
@@ -329,7 +319,7 @@ def repairs_and_codes(
 
 
 def _failing_repairs(
-    array: pa.Array, names: frozenset[str], fmt: ChatFormat, *, audit: bool, codes: pa.Array | None = None
+    array: pa.Array, names: frozenset[str], fmt: ChatFormat, codes: pa.Array | None = None
 ) -> tuple[pa.StringArray, list[int], list[Repaired]]:
     """The check's code of each value (`codes`, when given), the rows that fail and can be read, and
     their repairs. Only those rows are read into Python: a value too large to read isn't read here either."""
@@ -340,7 +330,7 @@ def _failing_repairs(
         return reasons, [], []
     rows = pa.array(failing)
     values = python_values(array if len(failing) == len(array) else array.take(rows))
-    return reasons, failing.tolist(), _repair_values(values, reasons.take(rows).to_pylist(), names, fmt, audit=audit)
+    return reasons, failing.tolist(), _repair_values(values, reasons.take(rows).to_pylist(), names, fmt)
 
 
 def _unviewed(array: pa.Array) -> pa.Array:
@@ -352,22 +342,27 @@ def _unviewed(array: pa.Array) -> pa.Array:
     return array
 
 
-def _repair_values(
-    values: list[Any], reasons: list[str | None], names: frozenset[str], fmt: ChatFormat, *, audit: bool = True
-) -> list[Repaired]:
+def _repair_values(values: list[Any], reasons: list[str | None], names: frozenset[str], fmt: ChatFormat) -> list[Repaired]:
     """Repair each value; equal texts (a batch repeats them) and missing values are repaired once."""
-    seen: dict[Any, Repaired] = {}
-    out = []
+    first: dict[Any, int] = {}  # a text (or None) -> its place among the values repaired
+    kept: list[int] = []
+    where = []
+    for row, value in enumerate(values):
+        if value is None or isinstance(value, (str, bytes)):
+            at = first.setdefault(value, len(kept))
+            if at == len(kept):
+                kept.append(row)
+        else:  # a native value isn't hashable: repaired on its own
+            at = len(kept)
+            kept.append(row)
+        where.append(at)
+    done: list[Repaired] = []
     with collector_paused():
-        for value, reason in zip(values, reasons):
-            once = value is None or isinstance(value, (str, bytes))
-            result = seen.get(value) if once else None
-            if result is None:
-                result = _repair_failing(value, reason, names, fmt, audit=audit)
-                if once:
-                    seen[value] = result
-            out.append(result)
-    return out
+        # A bounded number at a time: the values under repair are held decoded.
+        for start in range(0, len(kept), ROUND_VALUES):
+            rows = kept[start : start + ROUND_VALUES]
+            done += _repair_distinct([values[row] for row in rows], [reasons[row] for row in rows], names, fmt)
+    return [done[at] for at in where]
 
 
 def _replace(array: pa.Array, rows: list[int], values: list[Any]) -> pa.Array:
