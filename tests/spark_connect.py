@@ -45,22 +45,43 @@ def server_jar() -> Path | None:
     return next(iter(sorted((pyspark_home() / "jars").glob("spark-connect_*.jar"))), None)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("localhost", 0))
-        return int(s.getsockname()[1])
+def free_ports(count: int) -> list[int]:
+    """`count` distinct ports free now (each socket held until all are found)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("localhost", 0))
+        return [int(s.getsockname()[1]) for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+START_ATTEMPTS = 3
+"""Starts tried: a port found free can be taken by another process before the server binds it."""
 
 
 class ConnectServer:
-    """A Spark Connect server process; `url` waits until it listens."""
+    """A Spark Connect server process; `url` waits until it listens.
+
+    The server's gRPC, driver and block manager ports are chosen here, distinct: left to
+    the JVM, the block manager's could be the very port chosen for gRPC."""
 
     def __init__(self, workdir: Path, delta_jars: list[Path]) -> None:
-        self.port = free_port()
+        self.workdir, self.delta_jars = workdir, delta_jars
         self.log = workdir / "spark-connect-server.log"
+        self._up = False
+        self._start()
+
+    def _start(self) -> None:
+        self.port, driver, block_manager = free_ports(3)
         conf = {
             **SERVER_CONF,
             "spark.connect.grpc.binding.port": str(self.port),
-            "spark.sql.warehouse.dir": str(workdir / "warehouse"),
+            "spark.driver.port": str(driver),
+            "spark.blockManager.port": str(block_manager),
+            "spark.port.maxRetries": "0",  # a port taken fails the start, which is retried with others
+            "spark.sql.warehouse.dir": str(self.workdir / "warehouse"),
         }
         home = pyspark_home()
         command = [
@@ -68,7 +89,7 @@ class ConnectServer:
             "--class", SERVER_CLASS,
             "--master", "local[2]",
             "--driver-memory", "1g",
-            "--jars", ",".join(map(str, delta_jars)),
+            "--jars", ",".join(map(str, self.delta_jars)),
             *(arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")),
             "spark-internal",
         ]
@@ -78,25 +99,29 @@ class ConnectServer:
         with self.log.open("wb") as log:
             # Its own process group: stopping it stops its Python workers too.
             self.process = subprocess.Popen(
-                command, cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                command, cwd=self.workdir, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
             )
-        self._up = False
 
     @property
     def url(self) -> str:
-        if not self._up:
-            self._wait()
+        for attempt in range(1, START_ATTEMPTS + 1):
+            if self._up or self._wait():
+                break
+            if attempt == START_ATTEMPTS or "BindException" not in self.log.read_text(errors="replace"):
+                raise RuntimeError(f"the Spark Connect server exited ({self.process.returncode}):\n{self.log_tail()}")
+            self._start()  # a port was taken meanwhile: others
         return f"sc://localhost:{self.port}"
 
-    def _wait(self) -> None:
+    def _wait(self) -> bool:
+        """Did the server come to listen? False if it exited first."""
         deadline = time.monotonic() + START_SECONDS
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"the Spark Connect server exited ({self.process.returncode}):\n{self.log_tail()}")
+                return False
             try:
                 with socket.create_connection(("localhost", self.port), timeout=1):
                     self._up = True
-                    return
+                    return True
             except OSError:
                 time.sleep(0.5)
         raise RuntimeError(f"the Spark Connect server didn't listen within {START_SECONDS} s:\n{self.log_tail()}")
