@@ -348,12 +348,9 @@ def _repair_values(values: list[Any], reasons: list[str | None], names: frozense
     kept: list[int] = []
     where = []
     for row, value in enumerate(values):
-        if value is None or isinstance(value, (str, bytes)):
-            at = first.setdefault(value, len(kept))
-            if at == len(kept):
-                kept.append(row)
-        else:  # a native value isn't hashable: repaired on its own
-            at = len(kept)
+        # A native value isn't hashable: repaired on its own.
+        at = first.setdefault(value, len(kept)) if value is None or isinstance(value, (str, bytes)) else len(kept)
+        if at == len(kept):
             kept.append(row)
         where.append(at)
     done: list[Repaired] = []
