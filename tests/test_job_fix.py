@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
@@ -42,8 +43,6 @@ def source(tmp_path):
     table = chat_table(300, seed=5, duplicate_fraction=0.3, defect_fraction=0.3)
     ids = table["id"].to_pylist()
     extra = {"id": [max(ids) + 1 + i for i in range(len(EXTRA))], "source": ["extra"] * len(EXTRA), "messages": EXTRA}
-    import pyarrow as pa
-
     table = pa.concat_tables([table, pa.table(extra, schema=table.schema)])
     path = str(tmp_path / "chats")
     write_deltalake(path, table)
@@ -57,10 +56,9 @@ def _run(tmp_path, path, engine, backend, fix="all", **overrides):
     return config, run(config, backend)
 
 
-def test_fixed_rows_are_the_repaired_failures_and_rows_are_conserved(tmp_path, source, engine, backend):
-    path, table = source
-    config, result = _run(tmp_path, path, engine, backend)
-    rows = dict(zip(table["id"].to_pylist(), table["messages"].to_pylist()))
+def _expected(rows: dict[int, str | None]) -> tuple[dict[int, tuple], dict[int, str], set[int]]:
+    """What the pure repairs and the reference check say of each source row: the fixed rows
+    (repaired value, repairs applied, code before), the quarantined (code) and the valid ids."""
     want_fixed, want_quarantined, want_valid = {}, {}, set()
     for row_id, value in rows.items():
         code = first_problem(value, **CHECKS)
@@ -72,6 +70,16 @@ def test_fixed_rows_are_the_repaired_failures_and_rows_are_conserved(tmp_path, s
             want_fixed[row_id] = (fixed, applied, code)
         else:
             want_quarantined[row_id] = code
+    return want_fixed, want_quarantined, want_valid
+
+
+def test_fixed_rows_are_the_repaired_failures_and_rows_are_conserved(tmp_path, source, engine, backend):
+    path, table = source
+    config, result = _run(tmp_path, path, engine, backend)
+    # Spark repairs the failing rows in its check pass; DuckDB's one stream, afterwards.
+    assert (result.steps[0].judged.failing_computed is not None) == (engine == "spark")
+    rows = dict(zip(table["id"].to_pylist(), table["messages"].to_pylist()))
+    want_fixed, want_quarantined, want_valid = _expected(rows)
 
     fixed = read_delta(config.outputs.fixed)
     assert fixed.column_names == ["id", "source", "messages", "pb_reason_before_", "pb_fixes_", "pb_run_id_"]
@@ -109,6 +117,51 @@ def test_valid_can_include_the_fixed_rows(tmp_path, source, engine, backend):
     assert "valid:      " in format_summary(result) and "the fixed ones included" in format_summary(result)
 
 
+def test_the_embedded_workers_repair_the_failing_rows_they_keep(tmp_path, source, monkeypatch):
+    """Read in parts, each worker repairs the failing rows it keeps as it checks them: the
+    outputs are those of the pure repairs, nulls and unreadable values included."""
+    from chatgate.engines.ibis import stream
+
+    _, table = source
+    table = pa.concat_tables([table, pa.table({"id": [10_000, 10_001], "source": ["null"] * 2, "messages": [None] * 2},
+                                              schema=table.schema)])
+    path = str(tmp_path / "in_files")
+    for part in range(3):
+        write_deltalake(path, table.slice(part * 110, 110), mode="append")
+    monkeypatch.setattr(stream, "PARALLEL_MIN_ROWS", 0)
+    config, result = _run(tmp_path, path, "duckdb", None, threads=2, dedup="off")
+    assert result.steps[0].judged.failing_computed is not None  # repaired by the workers
+
+    rows = dict(zip(table["id"].to_pylist(), table["messages"].to_pylist()))
+    want_fixed, want_quarantined, _ = _expected(rows)
+    fixed = read_delta(config.outputs.fixed)
+    assert {r["id"]: (r["messages"], r["pb_fixes_"], r["pb_reason_before_"]) for r in fixed.to_pylist()} == want_fixed
+    quarantine = read_delta(config.outputs.quarantine)
+    assert {r["id"]: r["pb_reason_"] for r in quarantine.to_pylist()} == want_quarantined
+    assert want_quarantined[10_000] == "not_messages" and len(want_fixed) >= 4
+    assert result.fixed == len(want_fixed) and result.quarantined == len(want_quarantined)
+
+
+def test_the_repairs_of_several_steps_run_after_the_check(tmp_path, source, monkeypatch):
+    """Each row is fixed when the repairs of every step it failed make it pass: the repairs of
+    two chat columns run on the failing rows of both, once both are checked."""
+    from chatgate.engines.ibis import stream
+
+    _, table = source
+    table = table.append_column("other", table["messages"])
+    path = str(tmp_path / "in_files")
+    for part in range(3):
+        write_deltalake(path, table.slice(part * 110, 110), mode="append")
+    monkeypatch.setattr(stream, "PARALLEL_MIN_ROWS", 0)
+    config, result = _run(tmp_path, path, "duckdb", None, threads=2, dedup="off", columns=["messages", "other"])
+    assert [s.judged.failing_computed for s in result.steps] == [None, None]
+    want_fixed, want_quarantined, _ = _expected(dict(zip(table["id"].to_pylist(), table["messages"].to_pylist())))
+    fixed = read_delta(config.outputs.fixed)
+    assert {r["id"]: (r["messages"], r["other"]) for r in fixed.to_pylist()} == {
+        i: (value, value) for i, (value, _, _) in want_fixed.items()
+    }
+    assert set(read_delta(config.outputs.quarantine)["id"].to_pylist()) == set(want_quarantined)
+
 @pytest.mark.parametrize("engine", SPARK_SLOW)  # reruns on Spark: tests/test_job.py
 def test_a_rerun_replaces_its_fixed_rows(tmp_path, source, engine, backend):
     path, _ = source
@@ -138,8 +191,6 @@ def test_fix_mistakes_are_one_line(tmp_path, overrides, message):
 
 def test_each_distinct_failing_value_is_repaired_once(tmp_path, monkeypatch):
     """5,000 copies of one fixable value reach the repairs in several batches: repaired once."""
-    import pyarrow as pa
-
     import chatgate.fixes as fixes
 
     repaired: list[int] = []
@@ -162,3 +213,52 @@ def test_a_repair_a_step_cant_aim_is_a_config_error(tmp_path, source):
     config = job_config(tmp_path, path, "duckdb", {}, fix="drop_trailing", fixed=str(tmp_path / "fixed"))
     with pytest.raises(ConfigError, match=r"fix: step 1 \(messages\): repair 'drop_trailing' needs last_role="):
         run(config, None)
+
+
+NATIVE = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
+
+
+def test_native_chats_are_repaired_where_they_are_checked(tmp_path, engine, backend, monkeypatch):
+    """A list-of-structs column: Spark repairs its failing rows as it checks them, DuckDB (which
+    joins native values back by value, in one stream) afterwards; the fixed rows hold the pure
+    repairs' values, of the column's own type."""
+    from chatgate.engines.ibis import stream
+
+    fixable = [json.loads(value) for value in EXTRA[:5]]
+    good = [[{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}] for i in range(6)]
+    values = (fixable + good) * 3
+    table = pa.table({"id": list(range(len(values))), "messages": pa.array(values, NATIVE)})
+    path = str(tmp_path / "native")
+    for part in range(3):
+        write_deltalake(path, table.slice(part * 11, 11), mode="append")
+    monkeypatch.setattr(stream, "PARALLEL_MIN_ROWS", 0)
+    threads = {"threads": 2} if engine == "duckdb" else {}
+    config, result = _run(tmp_path, path, engine, backend, dedup="off", **threads)
+    assert (result.steps[0].judged.failing_computed is not None) == (engine == "spark")
+
+    want_fixed, want_quarantined, _ = _expected(dict(enumerate(values)))
+    fixed = read_delta(config.outputs.fixed)
+    assert {r["id"]: (r["messages"], r["pb_fixes_"], r["pb_reason_before_"]) for r in fixed.to_pylist()} == want_fixed
+    assert fixed.schema.field("messages").type == NATIVE
+    assert set(read_delta(config.outputs.quarantine)["id"].to_pylist()) == set(want_quarantined)
+    assert len(want_fixed) == 12 and len(want_quarantined) == 3
+
+
+@pytest.mark.spark
+def test_spark_repairs_in_its_check_pass_with_large_arrow_types(tmp_path, source, spark):
+    """Spark sends large strings to Python when told to: the repaired values go back as it reads them."""
+    from chatgate.engines.spark import SparkEngine
+
+    path, table = source
+    spark.conf.set("spark.sql.execution.arrow.useLargeVarTypes", "true")
+    try:
+        config, result = _run(tmp_path, path, "spark", SparkEngine(spark=spark), fix="safe")
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.useLargeVarTypes")
+    assert result.steps[0].judged.failing_computed is not None
+    fixed = {r["id"]: r["messages"] for r in read_delta(config.outputs.fixed).to_pylist()}
+    want = {
+        i: repair(value, "safe", **CHECKS)[0] for i, value in zip(table["id"].to_pylist(), table["messages"].to_pylist())
+        if first_problem(value, **CHECKS) is not None and repair(value, "safe", **CHECKS)[2] is None
+    }
+    assert fixed == want and len(want) >= 3

@@ -15,7 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from .engines.base import Dedup, Engine, Judged
+from .engines.base import Dedup, Engine, FailingColumns, Judged
 from .errors import ConfigError, SourceError, did_you_mean
 from .names import REASON, reserved_clash
 from .rules import ChatCheck, RowCheck
@@ -110,9 +110,13 @@ def judge_step(
     dedup: Dedup,
     thresholds: Thresholds,
     reason_column: str = REASON,
+    failing_columns: FailingColumns | None = None,
 ) -> Outcome:
-    """Judge `check` on `table` with its engine, and the threshold levels the failures reach."""
-    judged = engine.judge_check(table, check, dedup=dedup, reason_column=reason_column)
+    """Judge `check` on `table` with its engine, and the threshold levels the failures reach;
+    `failing_columns`, what the engine may compute of the failing rows as it checks them."""
+    judged = engine.judge_check(
+        table, check, dedup=dedup, reason_column=reason_column, failing_columns=failing_columns
+    )
     stats = step_token_stats(engine, table, check)
     if stats is not None:
         judged.extra[TOKEN_STATS] = stats

@@ -121,6 +121,22 @@ def repeats_share(keys: list[Any]) -> float:
     return 1.0 - len(set(keys)) / len(keys) if keys else 0.0
 
 
+@dataclass(frozen=True)
+class FailingColumns:
+    """Columns computed from each failing row of a step (`judge_check`'s `failing_columns=`):
+    `compute` of a batch of the `inputs` columns (the table's, and the step's reason column)
+    gives the `added` columns, in order. Picklable, for the processes that check the rows."""
+
+    inputs: tuple[str, ...]
+    added: pa.Schema
+    compute: Callable[[pa.RecordBatch], list[pa.Array]]
+
+    def of(self, rows: pa.RecordBatch) -> list[pa.Array]:
+        """The added columns of some failing `rows` (holding the inputs, and maybe other columns)."""
+        arrays = self.compute(rows.select(list(self.inputs)))
+        return [values.cast(f.type) for values, f in zip(arrays, self.added)]
+
+
 @dataclass
 class Judged:
     """One column judged: counts for the driver, the annotated table where the rows live.
@@ -142,6 +158,11 @@ class Judged:
     (the embedded engine asked to, see `IbisEngine`'s `locate=`): given some of the
     annotated rows and a column name, those rows plus that column, the message index
     of each row's problem (what `rules.message_indices` gives). None: not located.
+
+    `failing_computed`, when the engine computed the `FailingColumns` asked of it where it
+    checked the rows (the embedded engine's workers, which keep the failing rows they
+    read): the rows of `annotated` whose reason isn't null, with those columns after. None:
+    not computed, the caller computes them on the failing rows.
     """
 
     units: int
@@ -153,6 +174,7 @@ class Judged:
     deduplicated: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
     locate: Callable[[Any, str], Any] | None = None
+    failing_computed: Any = None
 
     @property
     def passed(self) -> int:
@@ -205,22 +227,35 @@ class Engine(ABC):
         *,
         dedup: Dedup = "auto",
         reason_column: str = REASON,
+        failing_columns: FailingColumns | None = None,
     ) -> Judged:
         """Judge the columns `check.columns` of `table` together, with `check.check` only; see `Judged`.
 
         The codes come from `check.check(batch)` alone, each batch holding exactly the
         check's columns, named as in the table. dedup="on" checks each distinct tuple
         once, "off" every row, "auto" decides by the engine's `auto` policy. Every
-        argument is checked before the engine reads a row.
+        argument is checked before the engine reads a row. `failing_columns`: columns of
+        the failing rows the engine may compute as it checks them (`Judged.failing_computed`).
         """
         if not self.accepts(table):
             raise TypeError(f"the {self.name} engine judges {self.table_kind}, not a {type(table).__name__}")
         columns = check_arguments(self.columns(table), check, dedup, reason_column)
         assert isinstance(check, RowCheck)  # check_arguments refuses anything else
-        return self._judge(table, check, columns, dedup, reason_column)
+        for name in failing_columns.inputs if failing_columns is not None else ():
+            if name != reason_column:
+                require_column(self.columns(table), name)
+        return self._judge(table, check, columns, dedup, reason_column, failing_columns)
 
     @abstractmethod
-    def _judge(self, table: Any, check: RowCheck, columns: tuple[str, ...], dedup: Dedup, reason_column: str) -> Judged:
+    def _judge(
+        self,
+        table: Any,
+        check: RowCheck,
+        columns: tuple[str, ...],
+        dedup: Dedup,
+        reason_column: str,
+        failing_columns: FailingColumns | None = None,
+    ) -> Judged:
         """`judge_check` once its arguments are checked: `columns` are the check's, each once."""
 
     def sum_batches(

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..rules import RowCheck, message_indices
+from .base import FailingColumns
 from .digests import digests
 from .parquet_files import ViewPart
 
@@ -160,13 +161,26 @@ class KeptRows:
     stream reads them all, and a lone chat column's nulls too), each with its code under
     `reason` (`missing` for those nulls, None when they pass), in the Arrow file `path`, as long
     as they stay within `budget` bytes. Past it the worker stops keeping them and says so: the
-    engine joins the failing set back to the table instead."""
+    engine joins the failing set back to the table instead.
+
+    With `computed`, the worker also computes those columns of the rows it keeps (the repairs of
+    `--fix`), on the core that checked them, and writes them after the rows; its inputs read the
+    code under `computed_reason`."""
 
     path: str
     columns: tuple[str, ...]
     reason: str
     missing: str | None
     budget: int
+    computed: FailingColumns | None = None
+    computed_reason: str = ""
+
+
+def _with_computed(kept: pa.RecordBatch, rows: pa.RecordBatch, computed: FailingColumns) -> pa.RecordBatch:
+    """`kept` with the `computed` columns of `rows` (the same rows, their code named as `computed` reads it)."""
+    for f, values in zip(computed.added, computed.of(rows)):
+        kept = kept.append_column(f, values)
+    return kept
 
 
 class _RowsFile:
@@ -196,6 +210,8 @@ class _RowsFile:
         if not len(rows):
             return
         kept = rows.append_column(self.kept.reason, codes)
+        if self.kept.computed is not None:
+            kept = _with_computed(kept, rows.append_column(self.kept.computed_reason, codes), self.kept.computed)
         self.size += kept.nbytes
         if self.size > self.kept.budget:
             self.drop()

@@ -19,7 +19,16 @@ import pyarrow.compute as pc
 from ..names import ROW_NUMBER
 from ..rules import RowCheck
 from ..rules.base.values import is_missing
-from .base import LOCAL_AUTO, Dedup, Engine, Judged, ordered_reasons, require_column, summed_by_key
+from .base import (
+    LOCAL_AUTO,
+    Dedup,
+    Engine,
+    FailingColumns,
+    Judged,
+    ordered_reasons,
+    require_column,
+    summed_by_key,
+)
 
 ROW_NUMBER_COLUMN = ROW_NUMBER
 
@@ -49,7 +58,15 @@ class LocalEngine(Engine):
     def row_count(self, table: Any) -> int:
         return len(table)
 
-    def _judge(self, table: Any, check: RowCheck, columns: tuple[str, ...], dedup: Dedup, reason_column: str) -> Judged:
+    def _judge(
+        self,
+        table: Any,
+        check: RowCheck,
+        columns: tuple[str, ...],
+        dedup: Dedup,
+        reason_column: str,
+        failing_columns: FailingColumns | None = None,
+    ) -> Judged:
         arrays = {c: column_as_arrow(table, c, exact=True) for c in columns}
         dedup_on = dedup == "on" or (dedup == "auto" and self.auto.decide(0.0))
         judged = _check_distinct(arrays, check) if dedup_on else None

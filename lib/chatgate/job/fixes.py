@@ -1,13 +1,18 @@
 """`--fix`: repair the failing rows of a run, and split them into fixed and still failing.
 
-The repairs run where the rows are (`LakehouseEngine.with_arrow_columns`), on the
-failing rows only: each chat step's repairs are applied in step order to its own
-column, and the row is checked again by the step's own check (with its tools and
-images columns), as `get_fixed_data` does it (`fixes.StepRepairs`: each distinct value
-repaired once per worker, through a bounded memo). A row is fixed when every step it
-failed passes after the repairs; a row that still fails any step keeps its original
-values and goes to the quarantine. A dataset type step is never repaired: its failing
-rows stay failing.
+The repairs run where the rows are, on the failing rows only: each chat step's repairs
+are applied in step order to its own column, and the row is checked again by the step's
+own check (with its tools and images columns), as `get_fixed_data` does it
+(`fixes.StepRepairs`: each distinct value repaired once per worker, through a bounded
+memo). A row is fixed when every step it failed passes after the repairs; a row that
+still fails any step keeps its original values and goes to the quarantine. A dataset
+type step is never repaired: its failing rows stay failing.
+
+A run of one step hands its repairs to the engine with the check (`FixPlan.as_failing_columns`):
+the processes that check the rows and keep the failing ones whole (the embedded engine's
+workers reading the files in parts, Spark's check pass) repair them there, on every core,
+while they hold them. Otherwise, or when the engine didn't, they are repaired after the
+check (`LakehouseEngine.with_arrow_columns`).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..engines.base import FailingColumns
 from ..engines.lakehouse import LakehouseEngine
 from ..errors import ConfigError
 from ..fixes import StepRepairs
@@ -75,6 +81,13 @@ class FixPlan:
             fields.append(pa.field(_value_column(n), self.value_types[check.column]))
             fields.append(pa.field(_applied_column(n), pa.list_(pa.string())))
         return pa.schema(fields)
+
+    def as_failing_columns(self) -> FailingColumns | None:
+        """The repairs as columns of a lone step's failing rows, which its engine may compute as it
+        checks them; None for several steps (a step's repairs read the rows the steps before repaired)."""
+        if len(self.steps) != 1:
+            return None
+        return FailingColumns(tuple(self.inputs()), self.added(), functools.partial(fix_batch, self))
 
     def inputs(self) -> list[str]:
         names: list[str] = []

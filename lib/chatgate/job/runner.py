@@ -169,6 +169,7 @@ def check_rows(
     table, source_columns = rows
     annotated = table
     results: list[StepResult] = []
+    plan = _fix_plan(engine, table, config, checks) if config.fix else None
     for n, check in enumerate(checks, start=1):
         column = ", ".join(check.columns)
         log.info("step %d: checking %s", n, column)
@@ -179,7 +180,8 @@ def check_rows(
                 check,
                 dedup=config.dedup,
                 thresholds=config.thresholds,
-                reason_column=f"{STEP_REASON_PREFIX}{n}",
+                reason_column=_reason_column(n),
+                failing_columns=plan.as_failing_columns() if plan is not None else None,
             )
         annotated = outcome.judged.annotated
         results.append(
@@ -200,8 +202,7 @@ def check_rows(
     reads = (1 if config.fix else len(results)) + (1 if config.outputs.valid else 0)
     with engine.reused(annotated) if reads > 1 else nullcontext(annotated) as annotated:
         failing = annotated
-        plan = _fix_plan(engine, table, config, checks, results) if config.fix else None
-        with _repaired(engine, annotated, plan) as repaired:
+        with _repaired(engine, annotated, plan, results) as repaired:
             if repaired is not None:
                 failing = engine.where_reason(repaired, BEFORE, present=False)
             outputs = _outputs(engine, config, annotated, failing, repaired, plan, source_columns, results, checks)
@@ -301,19 +302,26 @@ def _outputs(
     return outputs
 
 
-def _fix_plan(
-    engine: LakehouseEngine, table: Any, config: JobConfig, checks: list[RowCheck], results: list[StepResult]
-) -> FixPlan:
+def _reason_column(step: int) -> str:
+    return f"{STEP_REASON_PREFIX}{step}"
+
+
+def _fix_plan(engine: LakehouseEngine, table: Any, config: JobConfig, checks: list[RowCheck]) -> FixPlan:
     types = engine.preview(table, 0).schema
-    steps = tuple((r.step, check, r.judged.reason_column) for r, check in zip(results, checks))
+    steps = tuple((n, check, _reason_column(n)) for n, check in enumerate(checks, start=1))
     return FixPlan(steps=steps, repairs=config.fix, value_types={name: types.field(name).type for name in types.names})
 
 
 @contextmanager
-def _repaired(engine: LakehouseEngine, annotated: Any, plan: FixPlan | None) -> Iterator[Any]:
-    """The failing rows with their repairs (see job/fixes.py), kept while the outputs read them; None without --fix."""
+def _repaired(engine: LakehouseEngine, annotated: Any, plan: FixPlan | None, results: list[StepResult]) -> Iterator[Any]:
+    """The failing rows with their repairs (see job/fixes.py), kept while the outputs read them; None without --fix.
+    The engine may have repaired a lone step's failing rows as it checked them (`Judged.failing_computed`)."""
     if plan is None:
         yield None
+        return
+    computed = results[0].judged.failing_computed if len(results) == 1 else None
+    if computed is not None:
+        yield computed
         return
     with engine.reused(repair_failing(engine, annotated, plan), small=True) as repaired:
         yield repaired

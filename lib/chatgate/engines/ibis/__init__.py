@@ -80,7 +80,16 @@ import ibis
 import pyarrow as pa
 
 from ...rules import RowCheck
-from ..base import EMBEDDED_AUTO, Dedup, Engine, Judged, ordered_reasons, require_column, summed_by_key
+from ..base import (
+    EMBEDDED_AUTO,
+    Dedup,
+    Engine,
+    FailingColumns,
+    Judged,
+    ordered_reasons,
+    require_column,
+    summed_by_key,
+)
 from ..digests import NULL_PART as NULL_PART
 from ..parquet_files import ROW_ID, read_despite_bad_text
 from .connection import record_batches
@@ -232,18 +241,30 @@ class IbisEngine(Engine):
     # -- judging -------------------------------------------------------------------------
 
     def _judge(
-        self, table: ibis.Table, check: RowCheck, columns: tuple[str, ...], dedup: Dedup, reason_column: str
+        self,
+        table: ibis.Table,
+        check: RowCheck,
+        columns: tuple[str, ...],
+        dedup: Dedup,
+        reason_column: str,
+        failing_columns: FailingColumns | None = None,
     ) -> Judged:
         """`Judged.annotated` is lazy, on the table's backend; `extra["checked"]` is the
         number of tuples sent to the check. A Parquet file DuckDB refuses for text that
         isn't UTF-8 is read again unchecked (`parquet_files.read_despite_bad_text`): its
         rows are judged like any others."""
         return read_despite_bad_text(
-            table.get_backend(), lambda: self._judge_once(table, check, columns, dedup, reason_column)
+            table.get_backend(), lambda: self._judge_once(table, check, columns, dedup, reason_column, failing_columns)
         )
 
     def _judge_once(
-        self, table: ibis.Table, check: RowCheck, columns: tuple[str, ...], dedup: Dedup, reason_column: str
+        self,
+        table: ibis.Table,
+        check: RowCheck,
+        columns: tuple[str, ...],
+        dedup: Dedup,
+        reason_column: str,
+        failing_columns: FailingColumns | None,
     ) -> Judged:
         backend = table.get_backend()
         plan = _make_plan(table, check, columns, backend, self.join_on)
@@ -266,6 +287,7 @@ class IbisEngine(Engine):
                 table, check, plan, names, rows,
                 chunk_size=self.chunk_size, progress=self.progress, dedup_on=dedup_on,
                 workers=self.workers, locate=locate, parts=parts,
+                computed=failing_columns, reason_column=reason_column,
             )
         assert tally is not None  # only a stream that decides stops early
         if not dedup_on:
@@ -278,19 +300,23 @@ class IbisEngine(Engine):
         annotate = functools.partial(_annotate, plan=plan, failing=failing, names=names)
         first_rows = _first_rows(table, annotate, tally.reasons, names)
         joined = annotate(table, reason_column)
-        kept = _with_kept_rows(table, joined, tally.kept, reason_column, names) if tally.kept is not None else None
+        kept = (
+            _with_kept_rows(table, joined, tally.kept, reason_column, names, failing_columns)
+            if tally.kept is not None else None
+        )
         return Judged(
             units=tally.units,
             failed=tally.failed,
             reasons=ordered_reasons(tally.reasons, first_rows),
             distinct_values=tally.present if dedup_on else None,
-            annotated=joined if kept is None else kept,
+            annotated=joined if kept is None else kept.annotated,
             reason_column=reason_column,
             deduplicated=dedup_on,
             locate=(
                 functools.partial(_located, plan=plan, failing=failing, names=names, reason_column=reason_column)
                 if locate else None
             ),
+            failing_computed=None if kept is None else kept.computed,
             extra={
                 "backend": backend.name,
                 "columns": list(columns),

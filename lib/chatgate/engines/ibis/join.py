@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import logging
 import uuid
+from typing import NamedTuple
 
 import duckdb
 import ibis
 import ibis.expr.datatypes as dt
 import pyarrow as pa
 
+from ..base import FailingColumns
 from .plan import _Plan, join_value
 from .tally import _distinct_failing, _Names, _Tally
 
@@ -116,16 +118,28 @@ def _filed(joined: ibis.Table, column: str, plan: _Plan, nothing: ibis.Value) ->
     return ibis.cases((by_digest.isnull(), nothing), else_=by_digest.get(plan.digest_of(plan.read(joined))))
 
 
+class _KeptTables(NamedTuple):
+    annotated: ibis.Table
+    computed: ibis.Table | None
+    """The failing rows with the `FailingColumns` the workers computed (None: none asked, or none failed)."""
+
+
 def _with_kept_rows(
-    table: ibis.Table, annotated: ibis.Table, kept: list[pa.Table], reason_column: str, names: _Names
-) -> ibis.Table | None:
+    table: ibis.Table,
+    annotated: ibis.Table,
+    kept: list[pa.Table],
+    reason_column: str,
+    names: _Names,
+    computed: FailingColumns | None = None,
+) -> _KeptTables | None:
     """`annotated` as the failing rows the workers kept, with their codes, then the rows the join
     leaves passing, with a null reason (a literal): a filter on failing rows drops that branch
-    before it reads anything, so a quarantine reads the kept rows only. None when the kept rows
-    don't come back from Arrow with the table's types (the join then serves alone)."""
+    before it reads anything, so a quarantine reads the kept rows only. With `computed`, the
+    kept rows also hold its columns: the failing rows with them are a table too. None when the
+    kept rows don't come back from Arrow with the table's types (the join then serves alone)."""
     nothing = ibis.literal(None, type=dt.string)
     if not kept:  # nothing failed, nulls included
-        return table.select(*[table[c] for c in table.columns], **{reason_column: nothing})
+        return _KeptTables(table.select(*[table[c] for c in table.columns], **{reason_column: nothing}), None)
     passing = annotated.filter(annotated[reason_column].isnull())
     passing = passing.select(*[passing[c] for c in table.columns], **{reason_column: nothing})
     try:
@@ -140,7 +154,10 @@ def _with_kept_rows(
     if not same:
         log.debug("failing rows kept with other types (%s): joined back instead", failing.schema())
         return None
-    return ibis.union(failing, passing, distinct=False)
+    with_computed = None if computed is None else rows.select(
+        *[rows[c] for c in table.columns], rows[names.freason].name(reason_column), *[rows[f.name] for f in computed.added]
+    )
+    return _KeptTables(ibis.union(failing, passing, distinct=False), with_computed)
 
 
 def _temp_table(backend: ibis.BaseBackend, data: pa.Table) -> ibis.Table:

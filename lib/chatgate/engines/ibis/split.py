@@ -19,6 +19,7 @@ import ibis.expr.operations as ops
 import pyarrow as pa
 
 from ...rules import RowCheck
+from ..base import FailingColumns
 from ..group_check import GroupCheck, KeptRows
 from ..parquet_files import ViewPart, view_parts
 from .plan import _Plan
@@ -72,9 +73,12 @@ def group_checks(
     locate: bool = False,
     kept_in: str | None = None,
     kept_bytes: int = 0,
+    computed: FailingColumns | None = None,
+    reason_column: str = "",
 ) -> list[GroupCheck]:
     """One `GroupCheck` per part of `table`'s files (`parts_of`), each running the SQL of `stream`;
-    with `kept_in`, of the table's rows, each worker keeping its failing rows (`kept_bytes` in all)."""
+    with `kept_in`, of the table's rows, each worker keeping its failing rows (`kept_bytes` in all),
+    and the `computed` columns of them, whose inputs name the code `reason_column` (`KeptRows.computed`)."""
     backend = table.get_backend()
     folder = kept_in if kept_in is not None and reads_as_is(table, plan) else None
     if folder is not None:
@@ -96,6 +100,7 @@ def group_checks(
             kept=None if folder is None else KeptRows(
                 os.path.join(folder, f"{n}.arrow"), tuple(table.columns), names.freason, plan.null_code,
                 kept_bytes // len(parts),
+                computed=computed, computed_reason=reason_column,
             ),
         )
         for n, part in enumerate(parts)

@@ -24,7 +24,7 @@ from ...errors import ChatgateError
 from ...progress import Progress, label_or, mode
 from ...rules import RowCheck
 from .. import base
-from ..base import repeats_share
+from ..base import FailingColumns, repeats_share
 from ..group_check import KEPT, KEPT_KEY, ROWS_KEY, GroupCheck, failing_tuples
 from ..parquet_files import ROW_ID, ViewPart, quote_identifier
 from ..workers import CheckPool, run_tasks
@@ -92,6 +92,8 @@ def _stream(
     workers: int = 1,
     locate: bool = False,
     parts: list[ViewPart] | None = None,
+    computed: FailingColumns | None = None,
+    reason_column: str = "",
 ) -> tuple[_Tally | None, float | None]:
     """Check the stream of values in batches; the tally, and the share of repeats when deciding.
 
@@ -101,7 +103,8 @@ def _stream(
     are checked again, a small cost next to what dedup saves then). `chunk_size`,
     `progress`, `workers` and `locate` are the engine's; a stream shorter than
     `PARALLEL_MIN_ROWS` is checked here, where starting workers would cost more. Without
-    dedup, the `parts` of the table's files (`file_parts`) are read by a worker each.
+    dedup, the `parts` of the table's files (`file_parts`) are read by a worker each, which
+    keeps its failing rows with the `computed` columns of them (see `split.group_checks`).
     """
     stream = _stream_expr(table, plan, names, dedup_on=dedup_on)
     if not (dedup_on or decide) and parts:
@@ -109,6 +112,7 @@ def _stream(
             reads = group_checks(
                 table, stream, plan, names, check,
                 parts=parts, chunk_size=chunk_size, locate=locate, kept_in=folder, kept_bytes=KEPT_ROWS_BYTES,
+                computed=computed, reason_column=reason_column,
             )
             try:
                 return _stream_in_parts(reads, plan, names, rows, chunk_size=chunk_size, progress=progress), None

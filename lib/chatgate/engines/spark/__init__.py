@@ -85,7 +85,7 @@ from pyspark.sql.types import StructField, StructType
 from ...errors import ChatgateError, error_chain, no_space_left
 from ...progress import label_or
 from ...rules import RowCheck
-from ..base import Dedup, Judged, ordered_reasons, summed_by_key
+from ..base import Dedup, FailingColumns, Judged, ordered_reasons, summed_by_key
 from ..lakehouse import LakehouseEngine
 from .check import (
     _BATCH_CONF,
@@ -95,6 +95,7 @@ from .check import (
     MESSAGE,
     REASON,
     ROW,
+    ComputedHere,
     _annotate,
     _checked_schema,
     _conf_true,
@@ -103,6 +104,7 @@ from .check import (
     _session_conf,
     _tally,
     _value_names,
+    carried_failing_rows,
     carried_names,
     check_batches,
 )
@@ -174,7 +176,13 @@ class SparkEngine(LakehouseEngine):
         return table.count()
 
     def _judge(
-        self, table: DataFrame, check: RowCheck, columns: tuple[str, ...], dedup: Dedup, reason_column: str
+        self,
+        table: DataFrame,
+        check: RowCheck,
+        columns: tuple[str, ...],
+        dedup: Dedup,
+        reason_column: str,
+        failing_columns: FailingColumns | None = None,
     ) -> Judged:
         """One job; the annotated table is lazy. `extra["checked"]` is the lazy check
         (`failing_frame`), `extra["values_judged"]` how many values Python judged."""
@@ -183,8 +191,12 @@ class SparkEngine(LakehouseEngine):
         # A table with a column Arrow can't carry is grouped by key, whatever the dedup.
         carried = names if names is not None and dedup != "on" else ()
         deduplicated = not carried
+        computed = None
+        if failing_columns is not None and carried:
+            large = _conf_true(table, _LARGE_VAR_CONF)
+            computed = ComputedHere.of(failing_columns, table, reason_column, large_strings=large)
         checked = self._failing_frame(
-            table, keyed, deduplicated, memo=dedup == "auto", carried=carried, located=self.locate
+            table, keyed, deduplicated, memo=dedup == "auto", carried=carried, located=self.locate, computed=computed
         )
         label = label_or(f"checking {', '.join(keyed.names)}")
         with _session_conf(checked, {_BATCH_CONF: str(self.batch_rows)}), spark_progress(table.sparkSession, label):
@@ -204,6 +216,10 @@ class SparkEngine(LakehouseEngine):
             reason_column=reason_column,
             deduplicated=deduplicated,
             locate=functools.partial(_located, keyed=keyed, result=result, failing=tally.failing) if self.locate else None,
+            failing_computed=(
+                None if computed is None
+                else carried_failing_rows(table, result, tally.failing, reason_column, carried, computed)
+            ),
             extra=extra,
         )
 
@@ -228,9 +244,11 @@ class SparkEngine(LakehouseEngine):
         memo: bool = False,
         carried: tuple[str, ...] = (),
         located: bool = False,
+        computed: ComputedHere | None = None,
     ) -> DataFrame:
         """The check pass; with `carried` (the table's columns renamed), failing rows come back whole;
-        `located`, with the message of each one's problem (`check.MESSAGE`)."""
+        `located`, with the message of each one's problem (`check.MESSAGE`); `computed`, with those
+        columns of them."""
         if carried:
             by_name = dict(zip(table.columns, carried))
             sent = [by_name[name] for name in keyed.names]
@@ -262,8 +280,9 @@ class SparkEngine(LakehouseEngine):
             large_strings=_conf_true(table, _LARGE_VAR_CONF),
             carried=carried,
             located=located,
+            computed=computed,
         )
-        checked = to_check.mapInArrow(check, _checked_schema(keyed.length_type, fields, located))
+        checked = to_check.mapInArrow(check, _checked_schema(keyed.length_type, fields, located, computed))
         if not deduplicated and not carried:
             # The same failing key on many rows comes back once per row: one row per key.
             # The batches' tallies (null reason) fall in one group: their rows add up.

@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
-from pyspark.sql.pandas.types import to_arrow_type
+from pyspark.sql.pandas.types import from_arrow_type, to_arrow_type
 from pyspark.sql.types import StructField, StructType
 
 from ... import names as public_names
@@ -37,6 +37,7 @@ MESSAGE = "__chatgate_message__"
 """With `located`, the message of each failing key's problem, found where it was checked."""
 ROW = "__chatgate_row__"
 CARRIED = "__chatgate_c"
+COMPUTED = "__chatgate_computed"
 """The prefix of the table's columns in the check pass (numbered: mapInArrow parses names)."""
 JUDGED = "__chatgate_judged__"
 MEMO_KEYS = 200_000
@@ -47,6 +48,38 @@ FAILING_KEY_BYTES = 64
 """About what one failing (key, reason) pair weighs in a broadcast (two hashes, a length, a code)."""
 _BATCH_CONF = "spark.sql.execution.arrow.maxRecordsPerBatch"
 _LARGE_VAR_CONF = "spark.sql.execution.arrow.useLargeVarTypes"
+
+
+@dataclass(frozen=True)
+class ComputedHere:
+    """`FailingColumns` computed in the check pass, from the failing rows it sends back whole:
+    its inputs read the carried columns under the table's `names`, the code under `reason`;
+    they come back under `aliases` (mapInArrow parses names)."""
+
+    columns: base.FailingColumns
+    names: tuple[str, ...]
+    reason: str
+
+    @classmethod
+    def of(
+        cls, computed: base.FailingColumns, table: DataFrame, reason: str, *, large_strings: bool
+    ) -> ComputedHere:
+        # The batches give Spark the Arrow types it reads its own schema as.
+        types = [to_arrow_type(from_arrow_type(f.type), prefers_large_types=large_strings) for f in computed.added]
+        added = pa.schema([pa.field(f.name, t) for f, t in zip(computed.added, types)])
+        return cls(base.FailingColumns(computed.inputs, added, computed.compute), tuple(table.columns), reason)
+
+    @property
+    def aliases(self) -> list[str]:
+        return [f"{COMPUTED}{i}__" for i in range(len(self.columns.added))]
+
+    def fields(self) -> list[StructField]:
+        return [StructField(a, from_arrow_type(f.type), True) for a, f in zip(self.aliases, self.columns.added)]
+
+    def arrays(self, carried: list[pa.Array], reasons: pa.Array) -> list[pa.Array]:
+        """The computed columns of some failing rows: their carried columns and codes."""
+        rows = pa.RecordBatch.from_arrays([*carried, reasons.cast(pa.string())], names=[*self.names, self.reason])
+        return self.columns.of(rows)
 
 
 @dataclass(frozen=True)
@@ -106,6 +139,7 @@ def check_batches(
     memo: bool = False,
     carried: tuple[str, ...] = (),
     located: bool = False,
+    computed: ComputedHere | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """The Python step: the failing rows of each batch, then a tally row of the batch.
 
@@ -122,8 +156,9 @@ def check_batches(
     With `memo` (rows not grouped by key), a key judged earlier in this partition
     takes its code from the partition's `_Memo` instead of being judged again, for as
     long as the memo is `active`; then every row is judged. With
-    `located`, a last column holds the message of each failing row's problem
-    (`group_check.located_messages`), null in the tally row.
+    `located`, a column holds the message of each failing row's problem
+    (`group_check.located_messages`), null in the tally row; with `computed` (and `carried`),
+    the last columns are those it computes of the failing rows.
     """
     reason_type = pa.large_string() if large_strings else pa.string()
     judge = _Memo(check) if memo else None
@@ -154,12 +189,32 @@ def check_batches(
             pa.concat_arrays([rows, pa.array([sent], pa.int64())]),
             pa.concat_arrays([pa.nulls(len(reasons), pa.int64()), pa.array([judged], pa.int64())]),
         ]
-        if located:
-            failing_values = [column.filter(failing) for column in values.columns]
-            messages = located_messages(check, tuple(values.schema.names), failing_values, reasons)
-            columns.append(pa.concat_arrays([messages, pa.nulls(1, pa.int32())]))
-        names_out = [*carried, *KEYS, REASON, COUNT, ROW, JUDGED, *([MESSAGE] if located else [])]
-        yield pa.RecordBatch.from_arrays(columns, names=names_out)
+        extra = _of_failing_rows(
+            check, values, failing, reasons, kept[: len(carried)], located=located, computed=computed
+        )
+        columns += [pa.concat_arrays([array, pa.nulls(1, array.type)]) for array in extra.values()]
+        yield pa.RecordBatch.from_arrays(columns, names=[*carried, *KEYS, REASON, COUNT, ROW, JUDGED, *extra])
+
+
+def _of_failing_rows(
+    check: RowCheck,
+    values: pa.RecordBatch,
+    failing: pa.BooleanArray,
+    reasons: pa.Array,
+    carried: list[pa.Array],
+    *,
+    located: bool,
+    computed: ComputedHere | None,
+) -> dict[str, pa.Array]:
+    """The columns the check pass adds of a batch's failing rows, by name: the message of
+    each one's problem (`located`), then the `computed` columns of the `carried` rows."""
+    extra: dict[str, pa.Array] = {}
+    if located:
+        failing_values = [column.filter(failing) for column in values.columns]
+        extra[MESSAGE] = located_messages(check, tuple(values.schema.names), failing_values, reasons)
+    if computed is not None:
+        extra.update(zip(computed.aliases, computed.arrays(carried, reasons)))
+    return extra
 
 
 def _codes(check: RowCheck, values: pa.RecordBatch) -> pa.Array:
@@ -274,14 +329,7 @@ def _annotate(
     failed = result.filter(F.col(REASON).isNotNull())
     keys = [keyed.keys[k].alias(k) for k in KEYS]
     if carried:
-        failing_rows = failed.select(
-            *(F.col(name).alias(column) for name, column in zip(carried, table.columns)),
-            F.col(REASON).alias(reason_column),
-        )
-        # Each Python task costs a worker's start-up: the passes over the failing rows (where
-        # each problem is, the repairs) take partitions of about FAILING_ROWS_PER_PARTITION rows.
-        # (coalesce never adds partitions.)
-        failing_rows = failing_rows.coalesce(-(-failing // FAILING_ROWS_PER_PARTITION))
+        failing_rows = carried_failing_rows(table, result, failing, reason_column, carried)
         failing_keys = _spread(table, failed.filter(F.col(LENGTH).isNotNull()).select(*KEYS), failing)
         others = table.select("*", *keys).join(failing_keys, on=list(KEYS), how="left_anti")
         if keyed.present is not None and keyed.null_reason is not None:
@@ -369,15 +417,49 @@ def _value_names(names: tuple[str, ...]) -> list[str]:
     return [f"{VALUE[:-2]}{i}__" for i in range(len(names))]
 
 
-def _checked_schema(length_type: str, carried: list[StructField] | None = None, located: bool = False) -> StructType:
-    """The check's output: the carried columns, then the bookkeeping (and the message, `located`)."""
+def carried_failing_rows(
+    table: DataFrame,
+    result: DataFrame,
+    failing: int,
+    reason_column: str,
+    carried: tuple[str, ...],
+    computed: ComputedHere | None = None,
+) -> DataFrame:
+    """The failing rows the check sent back whole (`carried` names the table's columns in
+    `result`), with their reasons, and the `computed` columns of them."""
+    added = [] if computed is None else [
+        F.col(alias).alias(f.name) for alias, f in zip(computed.aliases, computed.columns.added)
+    ]
+    rows = result.filter(F.col(REASON).isNotNull()).select(
+        *(F.col(name).alias(column) for name, column in zip(carried, table.columns)),
+        F.col(REASON).alias(reason_column),
+        *added,
+    )
+    # Each Python task costs a worker's start-up: the passes over the failing rows (where
+    # each problem is, the repairs) take partitions of about FAILING_ROWS_PER_PARTITION rows.
+    # (coalesce never adds partitions.)
+    return rows.coalesce(max(1, -(-failing // FAILING_ROWS_PER_PARTITION)))
+
+
+def _checked_schema(
+    length_type: str,
+    carried: list[StructField] | None = None,
+    located: bool = False,
+    computed: ComputedHere | None = None,
+) -> StructType:
+    """The check's output: the carried columns, then the bookkeeping (and the message, `located`),
+    then the `computed` columns."""
     length = T.IntegerType() if length_type == "int" else T.LongType()
     bookkeeping = [
         (H1, T.LongType()), (H2, T.IntegerType()), (LENGTH, length), (REASON, T.StringType()),
         (COUNT, T.LongType()), (ROW, T.LongType()), (JUDGED, T.LongType()),
         *([(MESSAGE, T.IntegerType())] if located else []),
     ]
-    return StructType([*(carried or []), *(StructField(name, dtype, True) for name, dtype in bookkeeping)])
+    return StructType([
+        *(carried or []),
+        *(StructField(name, dtype, True) for name, dtype in bookkeeping),
+        *(computed.fields() if computed is not None else []),
+    ])
 
 
 def carried_names(table: DataFrame) -> tuple[str, ...] | None:
