@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chatgate.engines import ibis as ibis_engine
-from chatgate.engines.base import Judged
+from chatgate.engines.base import FailingColumns, Judged
 from chatgate.engines.digests import tuple_sha256
 from chatgate.engines.ibis import IbisEngine
 from chatgate.engines.ibis import plan as ibis_plan
@@ -1003,6 +1003,9 @@ def test_bad_arguments():
         engine.judge(pd.DataFrame({"chat": [OK]}), "chat", ChatFormat())
     with pytest.raises(ValueError, match="chunk_size"):
         IbisEngine(chunk_size=0)
+    computed = FailingColumns(("chat", "pb_reason_", "nope"), pa.schema([("n", pa.int64())]), len)
+    with pytest.raises(KeyError, match="column 'nope' isn't in the table"):
+        engine.judge_check(table, ChatCheck("chat", ChatFormat()), failing_columns=computed)
     with pytest.raises(ValueError, match="join_on"):
         IbisEngine(join_on="sha")
 
