@@ -161,8 +161,9 @@ class Judged:
 
     `failing_computed`, when the engine computed the `FailingColumns` asked of it where it
     checked the rows (the embedded engine's workers, which keep the failing rows they
-    read): the rows of `annotated` whose reason isn't null, with those columns after. None:
-    not computed, the caller computes them on the failing rows.
+    read; Spark's check pass, which sends them back whole): the rows of `annotated` whose
+    reason isn't null, with those columns after. None: not computed, the caller computes
+    them on the failing rows.
     """
 
     units: int
