@@ -240,11 +240,12 @@ class Engine(ABC):
         """
         if not self.accepts(table):
             raise TypeError(f"the {self.name} engine judges {self.table_kind}, not a {type(table).__name__}")
-        columns = check_arguments(self.columns(table), check, dedup, reason_column)
+        table_columns = self.columns(table)
+        columns = check_arguments(table_columns, check, dedup, reason_column)
         assert isinstance(check, RowCheck)  # check_arguments refuses anything else
         for name in failing_columns.inputs if failing_columns is not None else ():
             if name != reason_column:
-                require_column(self.columns(table), name)
+                require_column(table_columns, name)
         return self._judge(table, check, columns, dedup, reason_column, failing_columns)
 
     @abstractmethod
