@@ -1,19 +1,21 @@
 """Properties of `repair`, for random values and options: passing values (and failing ones no repair
 changes) come back as the same object; repair is idempotent and deterministic; the reported code
 is the check's code of the repaired value; JSON text and native values give the same result; the
-"safe" repairs keep every text of the conversation."""
+"safe" repairs keep every text of the conversation; a repair keeps the problems it says it keeps."""
 
 from __future__ import annotations
 
 import copy
 import json
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chatgate.rules import REPAIRS, first_problem, repair, repair_names
+from chatgate.rules import REPAIRS, first_problem, problems, repair, repair_names
 from chatgate.rules.base.values import parse_json
 from chatgate.rules.repairs.fixes import DEFAULT_ROLE_MAP, _opens_a_string
+from chatgate.rules.repairs.repair import kept_by_all
 
 try:
     from strategies import cases, json_text
@@ -145,6 +147,59 @@ def test_guarantees_on_defective_conversations(value, opts, data):
         assert double.value == once.value and double.reason == once.reason
     else:
         assert double.reason == "not_messages"
+
+
+UNREAD_MESSAGES = st.sampled_from(["x", 1, None, [], {"content": "a"}, {"role": 1, "content": "a"}, {"role": None}])
+"""Messages the check can't read a role of: not a mapping, or no string role."""
+
+
+@st.composite
+def with_unread_messages(draw):
+    """A defective conversation, with messages that aren't mappings with a string role among its own."""
+    value = draw(defective())
+    for _ in range(draw(st.integers(0, 2))):
+        value.insert(draw(st.integers(0, len(value))), draw(UNREAD_MESSAGES))
+    return value
+
+
+@st.composite
+def forms(draw, value):
+    """The value natively, as JSON text, or as JSON text encoded again (for decode_text)."""
+    text = json.dumps(value)
+    return draw(st.sampled_from([value, text, json.dumps(text)]))
+
+
+def codes(value, opts) -> set[str]:
+    return {p.code for p in problems(value, **opts)}
+
+
+@pytest.mark.parametrize("chosen", REPAIRS, ids=NAMES)
+@settings(SETTINGS, max_examples=120)
+@given(with_unread_messages().flatmap(forms), options(), st.none() | st.integers(1, 4), st.sampled_from(ROLES))
+def test_a_repair_keeps_the_problems_it_says_it_keeps(chosen, value, opts, min_messages, aim):
+    """`Repair.keeps`: a value that has one of those problems before the repair still has it after."""
+    opts = {**opts, "min_messages": min_messages}
+    if chosen.needs is not None and opts.get(chosen.needs) is None:
+        opts[chosen.needs] = aim if aim in opts["roles"] else "user"
+    got = repair(value, chosen.name, **opts)
+    assert codes(value, opts) & chosen.keeps <= codes(got.value, opts)
+
+
+@SETTINGS
+@given(with_unread_messages().flatmap(forms), options(), st.none() | st.integers(1, 4), st.data())
+def test_a_value_whose_code_every_repair_keeps_fails_after_them(value, opts, min_messages, data):
+    opts = {**opts, "min_messages": min_messages}
+    repairs = data.draw(repair_sets(opts))
+    code = first_problem(value, **opts)
+    if code in kept_by_all(repair_names(repairs)):
+        assert repair(value, repairs, **opts).reason is not None
+
+
+def test_the_codes_the_safe_repairs_cant_take_away():
+    assert kept_by_all(repair_names("safe")) == {"no_messages", "too_few_messages", "bad_message"}
+    assert kept_by_all(repair_names("all")) == {"no_messages", "too_few_messages"}
+    assert kept_by_all(["decode_text"]) >= {"unknown_role", "empty_content"}
+    assert "not_messages" not in kept_by_all(["decode_text"])
 
 
 @SETTINGS

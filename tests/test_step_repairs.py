@@ -19,10 +19,10 @@ from chatgate.rules import ChatCheck, ChatFormat, format_from, repair_names
 
 try:
     from strategies import cases, json_text
-    from test_repair_property import defective, options
+    from test_repair_property import defective, options, with_unread_messages
 except ImportError:  # tests/ imported as a package
     from tests.strategies import cases, json_text
-    from tests.test_repair_property import defective, options
+    from tests.test_repair_property import defective, options, with_unread_messages
 
 SETTINGS = settings(
     max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
@@ -124,3 +124,23 @@ def test_a_later_step_on_a_column_an_earlier_step_repaired_judges_its_values_aga
     added = dict(zip(plan.added().names, fix_batch(plan, batch)))
     assert added[BEFORE].to_pylist() == ["unknown_role"]
     assert [plan.repairers[n].codes for n in (1, 2)] == ["r1", None]
+
+
+@SETTINGS
+@given(st.lists(with_unread_messages(), max_size=12), options(), st.none() | st.integers(1, 4), st.sampled_from(["safe", "all"]))
+def test_the_job_skips_only_values_its_repairs_cant_make_pass(values, opts, min_messages, repairs):
+    """The job's repairs leave unread the values whose code no repair takes away (`only_to_pass`):
+    its fixed rows, their repairs and its still failing rows are what repairing every value gives."""
+    fmt = format_from(**opts, min_messages=min_messages)
+    try:
+        repair_names(repairs, fmt)
+    except ValueError:
+        return  # a repair of "all" that this format gives nothing to aim for
+    check = ChatCheck("m", fmt)
+    column = pa.array([json.dumps(value) for value in values], pa.string())
+    batch = pa.record_batch({"m": column, "r": check.check(pa.table({"m": column}))})
+    plan = FixPlan(steps=((1, check, "r"),), repairs=(repairs,), value_types={"m": pa.string()})
+    every = FixPlan(steps=plan.steps, repairs=plan.repairs, value_types=plan.value_types)
+    every.repairers[1] = replace(every.repairers[1], only_to_pass=False, memo={})
+    assert plan.repairers[1].only_to_pass
+    assert fix_batch(plan, batch) == fix_batch(every, batch)

@@ -291,9 +291,9 @@ def repeated_failures(kind: str, monkeypatch) -> tuple[object, list[str], list[s
     repaired: list[str] = []
     real = fixes.repairs_and_codes
 
-    def counting(array, names, fmt, codes=None):
+    def counting(array, names, fmt, codes=None, **options):
         repaired.extend(array.to_pylist())
-        return real(array, names, fmt, codes)
+        return real(array, names, fmt, codes, **options)
 
     monkeypatch.setattr(fixes, "repairs_and_codes", counting)
     bad = [json.dumps([m("human", f"Hi {n}")]) for n in range(3)]

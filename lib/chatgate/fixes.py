@@ -132,6 +132,9 @@ class StepRepairs:
     codes: str | None = None
     """A column of the rows holding the step's code of each row as it is given, read instead of
     judging the failing values again (for a check that judges the value alone)."""
+    only_to_pass: bool = False
+    """For a caller that keeps only the values the repairs make pass (the job): a value no named
+    repair can make pass is left as it is, unread (`repairs_and_codes`)."""
     memo: dict[Any, _Fix] = field(default_factory=dict)
 
     def __call__(self, columns: Columns) -> list[Values]:
@@ -186,7 +189,7 @@ class StepRepairs:
             return [_Fix(*repair_value(python[row], self.names, fmt)) for row in rows]
         taken = pa.array(rows, pa.int64())
         given = None if known is None else known.take(taken)
-        codes, repaired = repairs_and_codes(values.take(taken), self.names, fmt, given)
+        codes, repaired = repairs_and_codes(values.take(taken), self.names, fmt, given, only_to_pass=self.only_to_pass)
         # A value no repair changed keeps its code; JSON text was judged as it is written back.
         fixes = [
             _Fix(done.value, done.applied, done.reason) if done and done.applied else _Fix(None, [], code)

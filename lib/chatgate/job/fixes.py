@@ -4,8 +4,9 @@ The repairs run where the rows are, on the failing rows only: each chat step's r
 are applied in step order to its own column, and the row is checked again by the step's
 own check (with its tools and images columns), as `get_fixed_data` does it
 (`fixes.StepRepairs`: each distinct value repaired once per worker, through a bounded
-memo). A row is fixed when every step it failed passes after the repairs; a row that
-still fails any step keeps its original values and goes to the quarantine. A dataset
+memo; a value whose code no named repair can take away, `kept_by_all`, isn't read). A
+row is fixed when every step it failed passes after the repairs; a row that still fails
+any step keeps its original values and goes to the quarantine. A dataset
 type step is never repaired: its failing rows stay failing.
 
 A run of one step hands its repairs to the engine with the check (`FixPlan.as_failing_columns`):
@@ -68,7 +69,8 @@ class FixPlan:
                 raise ConfigError(f"fix: step {n} ({check.column}): {exc}") from None
             # The step's codes are its values' own until an earlier step repairs a column it reads.
             codes = None if changed.intersection(check.columns) else reason
-            self.repairers[n] = StepRepairs(check, self.repairs, names, codes)
+            # A row that still fails keeps its values: its partial repairs needn't be made.
+            self.repairers[n] = StepRepairs(check, self.repairs, names, codes, only_to_pass=True)
             changed.add(check.column)
 
     def repaired(self) -> list[tuple[int, ChatCheck]]:

@@ -3,7 +3,7 @@
 Each repair takes the messages of a failing value (or, for `decode_text`, the value
 itself) and returns its repaired form, or None when it changes nothing. None of
 them changes a list in place. They read messages as the check reads them
-(`_Context`): the role after ShareGPT tags and `role_map=`, the content under
+(`Context`): the role after ShareGPT tags and `role_map=`, the content under
 `content_key`, blank as the check finds it blank. A message that isn't a mapping
 with a string role is never touched, moved or joined (only `drop_leading` and
 `drop_trailing` may drop it, with the turns around it).
@@ -23,7 +23,11 @@ from typing import Any, NamedTuple
 
 from ..base.markers import MISSING
 from ..base.values import NOT_JSON, blank_checker, is_missing, is_sequence, parse_json
+from ..check.codes import ALL_REASONS
+from ..check.table import not_messages
+from ..conversation import core
 from ..conversation.spec import DEVELOPER_ROLE, FUNCTION_ROLE, SHAREGPT_ROLES, TOOL_ROLE, ChatFormat
+from ..trainers import rules as trainers
 
 DEFAULT_ROLE_MAP: dict[str, str] = {
     "human": "user",
@@ -58,7 +62,7 @@ def _is_mapping(value: Any) -> bool:
     return type(value) is dict or isinstance(value, Mapping)
 
 
-class _Context:
+class Context:
     """What the repairs read of a format, worked out once per format (`context`)."""
 
     def __init__(self, fmt: ChatFormat) -> None:
@@ -107,8 +111,8 @@ class _Context:
 
 
 @lru_cache(maxsize=32)
-def context(fmt: ChatFormat) -> _Context:
-    return _Context(fmt)
+def context(fmt: ChatFormat) -> Context:
+    return Context(fmt)
 
 
 def join_contents(first: Any, second: Any) -> Any:
@@ -132,7 +136,7 @@ def join_contents(first: Any, second: Any) -> Any:
     return CANNOT
 
 
-def _with_content(message: Mapping[Any, Any], content: Any, ctx: _Context) -> dict[Any, Any]:
+def _with_content(message: Mapping[Any, Any], content: Any, ctx: Context) -> dict[Any, Any]:
     """A copy of a message (keys in their order) with its content replaced."""
     out = dict(message)
     if content is not MISSING:
@@ -143,7 +147,7 @@ def _with_content(message: Mapping[Any, Any], content: Any, ctx: _Context) -> di
 # --- The repairs, in the order they are applied ---------------------------------------------
 
 
-def decode_text(value: Any, ctx: _Context) -> Any:
+def decode_text(value: Any, ctx: Context) -> Any:
     """A JSON string whose content is the JSON text of a message list (double-encoded) is decoded once."""
     if not isinstance(value, TEXT_TYPES) or not _opens_a_string(value):
         return None
@@ -174,7 +178,7 @@ def _opens_a_string(text: Any) -> bool:
         return True
 
 
-def map_roles(messages: list[Any], ctx: _Context) -> list[Any] | None:
+def map_roles(messages: list[Any], ctx: Context) -> list[Any] | None:
     """A role that isn't allowed but is a known alias of an allowed one is renamed (`DEFAULT_ROLE_MAP`,
     extended by `role_map=`); other roles are left as they are."""
     # Most failing values' roles are all allowed: nothing is copied until one is renamed.
@@ -185,7 +189,7 @@ def map_roles(messages: list[Any], ctx: _Context) -> list[Any] | None:
     return None
 
 
-def _renamed(message: Any, ctx: _Context) -> Any:
+def _renamed(message: Any, ctx: Context) -> Any:
     written = message.get(ctx.role_key) if _is_mapping(message) else None
     if not isinstance(written, str) or written in ctx.allowed:
         return message
@@ -195,7 +199,7 @@ def _renamed(message: Any, ctx: _Context) -> Any:
     return {**message, ctx.role_key: role}
 
 
-def drop_empty(messages: list[Any], ctx: _Context) -> list[Any] | None:
+def drop_empty(messages: list[Any], ctx: Context) -> list[Any] | None:
     """Messages whose content is missing, null, empty or blank are dropped (never one with tool calls)."""
     for i, message in enumerate(messages):
         if _is_empty(message, ctx):
@@ -203,14 +207,14 @@ def drop_empty(messages: list[Any], ctx: _Context) -> list[Any] | None:
     return None
 
 
-def _is_empty(message: Any, ctx: _Context) -> bool:
+def _is_empty(message: Any, ctx: Context) -> bool:
     # The content first: most messages have one, and then their role needn't be read.
     if not _is_mapping(message) or not ctx.is_blank(ctx.content(message)):
         return False
     return ctx.role(message) is not None and not ctx.has_calls(message)
 
 
-def hoist_system(messages: list[Any], ctx: _Context) -> list[Any] | None:
+def hoist_system(messages: list[Any], ctx: Context) -> list[Any] | None:
     """System messages not in first place are merged into one leading system message (into the
     existing one if there is one), their contents joined in order with a blank line."""
     if not ctx.fmt.has_system:
@@ -229,7 +233,7 @@ def hoist_system(messages: list[Any], ctx: _Context) -> list[Any] | None:
     return [head if len(at) == 1 else _with_content(head, content, ctx), *rest]
 
 
-def merge_repeats(messages: list[Any], ctx: _Context) -> list[Any] | None:
+def merge_repeats(messages: list[Any], ctx: Context) -> list[Any] | None:
     """Consecutive messages of the same role are merged into one, their contents joined with a blank
     line; the merged message keeps the first one's other keys.
 
@@ -250,7 +254,7 @@ def merge_repeats(messages: list[Any], ctx: _Context) -> list[Any] | None:
     return out if len(out) < len(messages) else None
 
 
-def _merged(first: Any, second: Any, role: str | None, ctx: _Context) -> dict[Any, Any] | None:
+def _merged(first: Any, second: Any, role: str | None, ctx: Context) -> dict[Any, Any] | None:
     """`second` merged into `first`, both of role `role`; None where they can't be."""
     if role is None or role in _UNJOINED_ROLES or ctx.has_calls(second):
         return None
@@ -258,7 +262,7 @@ def _merged(first: Any, second: Any, role: str | None, ctx: _Context) -> dict[An
     return None if content is CANNOT else _with_content(first, content, ctx)
 
 
-def drop_leading(messages: list[Any], ctx: _Context) -> list[Any] | None:
+def drop_leading(messages: list[Any], ctx: Context) -> list[Any] | None:
     """With `first_role=` set, the turns (after a leading system message) before the first turn of
     that role are dropped; if no turn has that role, nothing changes."""
     wanted = ctx.fmt.first_role
@@ -271,7 +275,7 @@ def drop_leading(messages: list[Any], ctx: _Context) -> list[Any] | None:
     return None
 
 
-def drop_trailing(messages: list[Any], ctx: _Context) -> list[Any] | None:
+def drop_trailing(messages: list[Any], ctx: Context) -> list[Any] | None:
     """With `last_role=` set, the messages after the last message of that role are dropped; if no
     message has that role, nothing changes."""
     wanted = ctx.fmt.last_role
@@ -291,14 +295,17 @@ MESSAGES = "messages"
 
 class Repair(NamedTuple):
     """One repair: its name, its function, whether it never removes user or assistant text (the
-    "safe" preset), what it works on (the value's JSON text, or its list of messages), and
-    the option it needs, if any."""
+    "safe" preset), what it works on (the value's JSON text, or its list of messages), the
+    option it needs, if any, and the problems it never takes away (`keeps`)."""
 
     name: str
-    fix: Callable[[Any, _Context], Any]
+    fix: Callable[[Any, Context], Any]
     safe: bool
     stage: str = MESSAGES
     needs: str | None = None
+    keeps: frozenset[str] = frozenset()
+    """Codes of problems a value still has after this repair if it had them before: a value whose
+    code every named repair keeps can't be made to pass (`repair.kept_by_all`)."""
 
     @property
     def help(self) -> str:
@@ -307,19 +314,34 @@ class Repair(NamedTuple):
 
 
 def _repair(
-    fix: Callable[[Any, _Context], Any], *, safe: bool, stage: str = MESSAGES, needs: str | None = None
+    fix: Callable[[Any, Context], Any],
+    *,
+    safe: bool,
+    keeps: frozenset[str],
+    stage: str = MESSAGES,
+    needs: str | None = None,
 ) -> Repair:
-    return Repair(fix.__name__, fix, safe, stage, needs)
+    return Repair(fix.__name__, fix, safe, stage, needs, keeps)
 
+
+_TOO_FEW = frozenset({core.no_messages.code, trainers.too_few_messages.code})
+"""Too few messages: no repair adds one."""
+
+_UNREAD_KEPT = _TOO_FEW | {core.bad_message.code}
+"""And a message that isn't a mapping with a string role: the repairs that only rename, drop
+blank messages, move or join never touch it (`Context.role` is None)."""
+
+_BUT_NOT_MESSAGES = frozenset(ALL_REASONS) - {not_messages.code}
+"""`decode_text` changes only a JSON string, whose one problem is that it holds no messages."""
 
 REPAIRS: tuple[Repair, ...] = (
-    _repair(decode_text, safe=True, stage=TEXT),
-    _repair(map_roles, safe=True),
-    _repair(drop_empty, safe=True),
-    _repair(hoist_system, safe=True),
-    _repair(merge_repeats, safe=True),
-    _repair(drop_leading, safe=False, needs="first_role"),
-    _repair(drop_trailing, safe=False, needs="last_role"),
+    _repair(decode_text, safe=True, stage=TEXT, keeps=_BUT_NOT_MESSAGES),
+    _repair(map_roles, safe=True, keeps=_UNREAD_KEPT),
+    _repair(drop_empty, safe=True, keeps=_UNREAD_KEPT),
+    _repair(hoist_system, safe=True, keeps=_UNREAD_KEPT),
+    _repair(merge_repeats, safe=True, keeps=_UNREAD_KEPT),
+    _repair(drop_leading, safe=False, needs="first_role", keeps=_TOO_FEW),
+    _repair(drop_trailing, safe=False, needs="last_role", keeps=_TOO_FEW),
 )
 """Every repair, in the order they are applied."""
 

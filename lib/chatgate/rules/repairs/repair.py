@@ -17,7 +17,11 @@ repair that changes nothing is not reported.
 | drop_trailing | with `last_role=`, the messages after the last message of that role are dropped |
 
 The preset "safe" names the first five (they never remove user or assistant text),
-"all" names every repair. How contents are joined, and which messages are never
+"all" names every repair. Each repair declares the problems it never takes away
+(`Repair.keeps`): a value whose code every named repair keeps (`kept_by_all`: under
+"safe", no messages, too few of them, a message that isn't a mapping with a string
+role) still fails after them, and a caller that keeps only the values the repairs make
+pass (the job) leaves it unread. How contents are joined, and which messages are never
 touched, is in `fixes`.
 
 The repaired value keeps the input's form. JSON text comes back as JSON text (a str
@@ -52,6 +56,7 @@ from .fixes import (
     REPAIRS,
     TEXT,
     TEXT_TYPES,
+    Context,
     Repair,
     Shape,
     context,
@@ -63,6 +68,7 @@ __all__ = [
     "REPAIRS",
     "REPAIR_PRESETS",
     "Repaired",
+    "kept_by_all",
     "repair",
     "repair_array",
     "repair_names",
@@ -160,6 +166,21 @@ def repair_value(value: Any, names: Iterable[str], fmt: ChatFormat) -> Repaired:
     return _repair_distinct([value], [problem_of(value, fmt)], frozenset(names), fmt)[0]
 
 
+_NEVER_READ = frozenset({TOO_LARGE})
+"""A too large value is never read, so never repaired."""
+
+
+def kept_by_all(names: Iterable[str]) -> frozenset[str]:
+    """The codes no named repair takes away: a value with one of them fails after the repairs.
+
+    >>> sorted(kept_by_all(REPAIR_PRESETS["safe"]))
+    ['bad_message', 'no_messages', 'too_few_messages']
+    """
+    named = set(names)
+    kept = [r.keeps for r in REPAIRS if r.name in named]
+    return frozenset.intersection(*kept) if kept else frozenset()
+
+
 def _repair_distinct(
     values: list[Any], reasons: list[str | None], names: frozenset[str], fmt: ChatFormat
 ) -> list[Repaired]:
@@ -168,8 +189,8 @@ def _repair_distinct(
     The repairs go in rounds, in the order of `REPAIRS`: each is tried on every value that
     still fails, then the values it changed are judged together, as they are written back
     (`_judged`), before the next one is tried."""
-    # A too large value is never read, so never repaired.
-    works = {i: _Work(v, fmt) for i, (v, code) in enumerate(zip(values, reasons)) if code not in (None, TOO_LARGE)}
+    ctx = context(fmt)  # once: hashing a format costs more than some repairs
+    works = {i: _Work(v, ctx) for i, (v, code) in enumerate(zip(values, reasons)) if code not in (None, TOO_LARGE)}
     codes = list(reasons)
     applied: dict[int, list[str]] = {}
     written: dict[int, Any] = {}  # each changed value as it was last judged: as it comes back
@@ -204,10 +225,10 @@ def _judged(values: list[Any], fmt: ChatFormat) -> list[str | None]:
 class _Work:
     """A failing value under repair: the value as the text repairs left it, then its messages."""
 
-    def __init__(self, value: Any, fmt: ChatFormat) -> None:
+    def __init__(self, value: Any, ctx: Context) -> None:
         self.value = value
-        self.fmt = fmt
-        self.ctx = context(fmt)
+        self.fmt = ctx.fmt
+        self.ctx = ctx
         self.shape: Shape | None = None
         self.messages: list[Any] | None = None
         self.loaded = False
@@ -307,11 +328,21 @@ def repaired_values(array: pa.Array, names: Iterable[str], fmt: ChatFormat) -> l
 
 
 def repairs_and_codes(
-    array: pa.Array, names: Iterable[str], fmt: ChatFormat, codes: pa.Array | None = None
+    array: pa.Array,
+    names: Iterable[str],
+    fmt: ChatFormat,
+    codes: pa.Array | None = None,
+    *,
+    only_to_pass: bool = False,
 ) -> tuple[list[str | None], list[Repaired | None]]:
     """`repaired_values`, with each value's code before the repairs. `codes`, when the caller has
-    them, are `check_array`'s codes of the values, which aren't then judged again."""
-    reasons, failing, done = _failing_repairs(_unviewed(array), frozenset(names), fmt, codes=codes)
+    them, are `check_array`'s codes of the values, which aren't then judged again.
+
+    `only_to_pass=True`, for a caller that keeps only the values the repairs make pass: a value
+    whose code every named repair keeps (`kept_by_all`) is left unread, as one no repair changed."""
+    names = frozenset(names)
+    untried = (_NEVER_READ | kept_by_all(names)) if only_to_pass else _NEVER_READ
+    reasons, failing, done = _failing_repairs(_unviewed(array), names, fmt, codes, untried)
     out: list[Repaired | None] = [None] * len(array)
     for row, result in zip(failing, done):
         out[row] = result
@@ -319,12 +350,18 @@ def repairs_and_codes(
 
 
 def _failing_repairs(
-    array: pa.Array, names: frozenset[str], fmt: ChatFormat, codes: pa.Array | None = None
+    array: pa.Array,
+    names: frozenset[str],
+    fmt: ChatFormat,
+    codes: pa.Array | None = None,
+    untried: frozenset[str] = _NEVER_READ,
 ) -> tuple[pa.StringArray, list[int], list[Repaired]]:
-    """The check's code of each value (`codes`, when given), the rows that fail and can be read, and
-    their repairs. Only those rows are read into Python: a value too large to read isn't read here either."""
+    """The check's code of each value (`codes`, when given), the rows that fail with a code not
+    `untried`, and their repairs. Only those rows are read into Python: a value too large to read
+    isn't read here either."""
     reasons = check_array(array, fmt) if codes is None else codes
-    readable = pc.and_(reasons.is_valid(), pc.not_equal(reasons, TOO_LARGE).fill_null(False))
+    tried = pc.invert(pc.is_in(reasons, value_set=pa.array(sorted(untried), reasons.type)))
+    readable = pc.and_(reasons.is_valid(), tried)
     failing = np.flatnonzero(readable.to_numpy(zero_copy_only=False))
     if not len(failing):
         return reasons, [], []
