@@ -182,7 +182,11 @@ def map_roles(messages: list[Any], ctx: Context) -> list[Any] | None:
     """A role that isn't allowed but is a known alias of an allowed one is renamed (`DEFAULT_ROLE_MAP`,
     extended by `role_map=`); other roles are left as they are."""
     # Most failing values' roles are all allowed: nothing is copied until one is renamed.
+    key, allowed = ctx.role_key, ctx.allowed
     for i, message in enumerate(messages):
+        written = message.get(key) if type(message) is dict else None
+        if type(written) is str and written in allowed:
+            continue  # the common case, decided inline (`_renamed` keeps an allowed role)
         renamed = _renamed(message, ctx)
         if renamed is not message:
             return [*messages[:i], renamed, *(_renamed(m, ctx) for m in messages[i + 1 :])]
@@ -201,7 +205,10 @@ def _renamed(message: Any, ctx: Context) -> Any:
 
 def drop_empty(messages: list[Any], ctx: Context) -> list[Any] | None:
     """Messages whose content is missing, null, empty or blank are dropped (never one with tool calls)."""
+    key, is_blank = ctx.content_key, ctx.is_blank
     for i, message in enumerate(messages):
+        if type(message) is dict and not is_blank(message.get(key, MISSING)):
+            continue  # the common case, decided inline (`_is_empty` reads the content first)
         if _is_empty(message, ctx):
             return [*messages[:i], *(m for m in messages[i + 1 :] if not _is_empty(m, ctx))]
     return None
