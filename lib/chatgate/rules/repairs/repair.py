@@ -190,7 +190,8 @@ def _repair_distinct(
     still fails, then the values it changed are judged together, as they are written back
     (`_judged`), before the next one is tried."""
     ctx = context(fmt)  # once: hashing a format costs more than some repairs
-    works = {i: _Work(v, ctx) for i, (v, code) in enumerate(zip(values, reasons)) if code not in (None, TOO_LARGE)}
+    unrepaired = {None, *_NEVER_READ}
+    works = {i: _Work(v, ctx) for i, (v, code) in enumerate(zip(values, reasons)) if code not in unrepaired}
     codes = list(reasons)
     applied: dict[int, list[str]] = {}
     written: dict[int, Any] = {}  # each changed value as it was last judged: as it comes back
@@ -227,7 +228,6 @@ class _Work:
 
     def __init__(self, value: Any, ctx: Context) -> None:
         self.value = value
-        self.fmt = ctx.fmt
         self.ctx = ctx
         self.shape: Shape | None = None
         self.messages: list[Any] | None = None
@@ -238,7 +238,7 @@ class _Work:
         """The messages of the value, decoded once (None when it holds none, or can't be read back)."""
         if not self.loaded:
             self.loaded = True
-            found = message_shape(_read(self.value), self.fmt)
+            found = message_shape(_read(self.value), self.ctx.fmt)
             if found is not None:
                 self.shape, self.messages = found
         return self.messages
