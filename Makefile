@@ -32,7 +32,17 @@ $(JARS_STAMP):
 	done
 	touch $@
 
-jars: $(JARS_STAMP) ## Fetch Delta Lake's Spark jars from Maven Central into .cache/jars (once)
+# The JVM side of the Spark engine's proof (engines/spark/shapes.py), compiled against .venv's Spark.
+SHAPE_SRC := lib/chatgate/engines/spark/jvm/ChatShape.java
+SHAPE_JAR := $(JARS_DIR)/chatgate-shape.jar
+SHAPE_CLASSES := .cache/shape-classes
+
+$(SHAPE_JAR): $(SHAPE_SRC) $(STAMP)
+	rm -rf $(SHAPE_CLASSES) && mkdir -p $(SHAPE_CLASSES) $(JARS_DIR)
+	javac --release 17 -d $(SHAPE_CLASSES) -cp "$$($(PY) -c 'import pathlib, pyspark; print(pathlib.Path(pyspark.__file__).parent / "jars")')/*" $(SHAPE_SRC)
+	jar cf $@ -C $(SHAPE_CLASSES) chatgate
+
+jars: $(JARS_STAMP) $(SHAPE_JAR) ## Fetch Delta Lake's Spark jars from Maven Central into .cache/jars (once), build chatgate's own
 
 run: setup ## Build a sample lakehouse, run the job on the embedded default, query the quarantine
 	$(PY) -m chatgate.demo

@@ -33,6 +33,7 @@ PATHS = (
     ("spark job dedup=off", "Spark job, `--dedup off`"),
     ("spark job dedup=on", "Spark job, `--dedup on`"),
     ("spark job --fix safe", "Spark job, `--dedup auto --fix safe`"),
+    ("spark job, every row to Python", "Spark job, `--dedup auto`, without chatgate's jar (every row judged in Python)"),
     ("spark job, 1% failing", "Spark job, a table with 1% failing rows"),
     ("spark job --fix safe, 1% failing", "Spark job, `--fix safe`, 1% failing rows"),
     ("spark ceiling (scan+hash)", "Spark scan + `xxhash64` (ceiling)"),
@@ -53,7 +54,7 @@ PATHS = (
 """The paths shown, in order, with their labels; a path the results don't hold is left out."""
 
 README_PATHS = tuple(
-    (name, label) for name, label in PATHS if not name.endswith(("dedup=on", "dedup=off", "1% failing", "hand-off"))
+    (name, label) for name, label in PATHS if not name.endswith(("dedup=on", "dedup=off", "1% failing", "hand-off", "to Python"))
 )
 """The README's rows: each job's default, its repairs and one core, the ceilings and the baselines."""
 

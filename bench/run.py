@@ -303,11 +303,14 @@ def run_scenario(rows: int, dup: float, repeats: int, spark, scratch: Path, skip
 
         backend = SparkEngine(spark=spark, locate=True)  # as the job makes it (job.registry)
         spark_job = functools.partial(paths.job, "spark", backend=backend)
+        # Without chatgate's jar (`engines/spark/shapes.py`): every row is handed to Python.
+        unproven = SparkEngine(spark=spark, locate=True, prove=False)
         measure("spark ceiling (scan+hash)", lambda: paths.spark_ceiling(spark, source, scratch))
         measure("spark mapInArrow hand-off", lambda: paths.spark_mapinarrow_handoff(spark, source, scratch))
         measure_in_turns({
             **{f"spark job dedup={m}": functools.partial(spark_job, source, scratch, dedup=m) for m in ("auto", "on", "off")},
             "spark job --fix safe": functools.partial(spark_job, source, scratch, fix="safe"),
+            "spark job, every row to Python": functools.partial(paths.job, "spark", source, scratch, backend=unproven),
             "spark pandas UDF per row": lambda: paths.spark_pandas_udf_per_row(spark, source, scratch),
         })
         if dup == FEW_FAILING_AT:

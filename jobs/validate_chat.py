@@ -1,6 +1,6 @@
 """spark-submit entry point: the chatgate job on Spark, with the same flags as `chatgate run`.
 
-    spark-submit --jars .cache/jars/delta-spark_4.1_2.13-4.1.0.jar,.cache/jars/delta-storage-4.1.0.jar \
+    spark-submit --jars "$(ls .cache/jars/*.jar | paste -sd, -)" \
         jobs/validate_chat.py --config conf/example.yaml --source /lake/chats
 """
 

@@ -17,7 +17,9 @@ one Spark job over the rows and returns a lazy annotated DataFrame:
    Without dedup (`auto`, `off`) the batches carry every column of the table and
    Python sends back the failing rows whole, with their key and reason; with
    `dedup="on"` it sends back the failing (key, reason, count, first row). Either
-   way one tally row per batch follows (keys checked, rows they stand for). The
+   way one tally row per batch follows (keys checked, rows they stand for). Rows
+   the JVM proves passing (`shapes`: the core check of one text column, without
+   `dedup="on"`) are counted there and never handed to Python. The
    result is computed once and kept on the executors (a local checkpoint, which a
    Spark Connect server keeps for as long as the client holds a plan built on it); the
    driver receives totals and one row per reason, never a key or a source row,
@@ -113,6 +115,7 @@ from .failures import java_line, jvm_gone, log_says_oom, oom_cause, out_of_memor
 from .keys import KEYS, column_ref
 from .progress import spark_progress
 from .session import OOM_EXIT_CODE, get_spark, job_jvm_output, jvm_exit_code, jvm_log
+from .shapes import Proof, proof_for
 
 log = logging.getLogger("chatgate")
 
@@ -134,12 +137,16 @@ class SparkEngine(LakehouseEngine):
     name = "spark"
     table_kind = "PySpark DataFrames"
 
-    def __init__(self, *, batch_rows: int = BATCH_ROWS, spark: SparkSession | None = None, locate: bool = False) -> None:
+    def __init__(
+        self, *, batch_rows: int = BATCH_ROWS, spark: SparkSession | None = None, locate: bool = False, prove: bool = True
+    ) -> None:
         if not isinstance(batch_rows, int) or batch_rows < 1:
             raise ValueError(f"batch_rows= must be a positive integer, not {batch_rows!r}")
         self.batch_rows = batch_rows
         # The check also finds each failing value's problem message (`Judged.locate`): the job's quarantine reads it.
         self.locate = locate
+        # Rows the JVM proves passing stay there (`shapes`); off, Python judges every row.
+        self.prove = prove
         self._spark = spark
         self._master: str | None = None
         self._master_asked = False
@@ -185,7 +192,8 @@ class SparkEngine(LakehouseEngine):
         failing_columns: FailingColumns | None = None,
     ) -> Judged:
         """One job; the annotated table is lazy. `extra["checked"]` is the lazy check
-        (`failing_frame`), `extra["values_judged"]` how many values Python judged."""
+        (`failing_frame`), `extra["values_judged"]` how many values Python judged and
+        `extra["values_proven"]` how many rows the JVM proved passing (`shapes`)."""
         keyed = _Keyed.of(table, check, dedup, reason_column)
         names = carried_names(table)
         # A table with a column Arrow can't carry is grouped by key, whatever the dedup.
@@ -195,16 +203,19 @@ class SparkEngine(LakehouseEngine):
         if failing_columns is not None and carried:
             large = _conf_true(table, _LARGE_VAR_CONF)
             computed = ComputedHere.of(failing_columns, table, reason_column, large_strings=large)
+        proof = proof_for(table, check) if carried and self.prove else None
         checked = self._failing_frame(
-            table, keyed, deduplicated, memo=dedup == "auto", carried=carried, located=self.locate, computed=computed
+            table, keyed, deduplicated, memo=dedup == "auto", carried=carried, located=self.locate, computed=computed,
+            proof=proof,
         )
         label = label_or(f"checking {', '.join(keyed.names)}")
         with _session_conf(checked, {_BATCH_CONF: str(self.batch_rows)}), spark_progress(table.sparkSession, label):
             # The check runs once: the quarantine, valid and summary all read this result.
             result = checked.localCheckpoint(eager=True)
-        tally = _tally(result)
+        proven = proof.proven_rows() if proof is not None else 0
+        tally = _tally(result, proven)
         annotated = _annotate(table, keyed, result, tally.failing, reason_column, carried)
-        extra: dict[str, Any] = {"values_judged": tally.judged, "checked": checked}
+        extra: dict[str, Any] = {"values_judged": tally.judged, "values_proven": proven, "checked": checked}
         if deduplicated:
             extra["failing_distinct"] = tally.failing_with_length
         return Judged(
@@ -245,10 +256,11 @@ class SparkEngine(LakehouseEngine):
         carried: tuple[str, ...] = (),
         located: bool = False,
         computed: ComputedHere | None = None,
+        proof: Proof | None = None,
     ) -> DataFrame:
         """The check pass; with `carried` (the table's columns renamed), failing rows come back whole;
         `located`, with the message of each one's problem (`check.MESSAGE`); `computed`, with those
-        columns of them."""
+        columns of them. With `proof`, the rows it proves passing are counted and left out."""
         if carried:
             by_name = dict(zip(table.columns, carried))
             sent = [by_name[name] for name in keyed.names]
@@ -260,7 +272,8 @@ class SparkEngine(LakehouseEngine):
             sent = _value_names(keyed.names)
             values = [_within(table, name, keyed.check.value_limits.get(name)).alias(alias) for name, alias in zip(keyed.names, sent)]
             fields = []
-        numbered = table.select(
+        source = table if proof is None else proof.set_aside(table)
+        numbered = source.select(
             *(keyed.keys[k].alias(k) for k in KEYS), *values, F.monotonically_increasing_id().alias(ROW)
         )
         to_check = numbered

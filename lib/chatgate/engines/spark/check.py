@@ -386,8 +386,9 @@ class _Tally:
     first_seen: dict[str, int]
 
 
-def _tally(result: DataFrame) -> _Tally:
-    """Totals and per-reason counts of the checked result, aggregated on the executors."""
+def _tally(result: DataFrame, proven: int = 0) -> _Tally:
+    """Totals and per-reason counts of the checked result, aggregated on the executors, with
+    `proven` rows that passed without reaching Python (each its own value, none null)."""
     tallies = F.col(REASON).isNull()
     totals = result.agg(
         F.sum(F.when(tallies, F.col(COUNT))).alias("distinct"),
@@ -401,8 +402,8 @@ def _tally(result: DataFrame) -> _Tally:
         result.filter(~tallies).groupBy(REASON).agg(F.sum(COUNT).alias(COUNT), F.min(ROW).alias(ROW)).collect()
     )
     return _Tally(
-        rows=totals["rows"] or 0,
-        distinct=totals["distinct"] or 0,
+        rows=(totals["rows"] or 0) + proven,
+        distinct=(totals["distinct"] or 0) + proven,
         failing=totals["failing"] or 0,
         failing_with_length=totals["with_length"] or 0,
         judged=totals["judged"] or 0,
