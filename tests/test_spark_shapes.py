@@ -241,3 +241,9 @@ def test_without_the_jar_python_judges_every_row(spark, monkeypatch):
     assert judged.extra["values_proven"] == 0 and judged.extra["values_judged"] == 50
     want = check_array(pa.array(df.select("messages").toPandas()["messages"].tolist()), ChatFormat()).to_pylist()
     assert judged.failed == sum(code is not None for code in want)
+
+
+def test_a_table_with_the_proofs_own_column_is_refused_before_any_job(spark):
+    df = spark.createDataFrame([(1, "[]")], f"{shapes.PROVEN} int, messages string")
+    with pytest.raises(ValueError, match=f"reserved column '{shapes.PROVEN}'"):
+        SparkEngine(spark=spark).judge(df, "messages", ChatFormat())

@@ -79,7 +79,7 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_type
 from pyspark.sql.types import StructField, StructType
@@ -95,6 +95,7 @@ from .check import (
     COUNT,
     JUDGED,
     MESSAGE,
+    PROVEN_ROWS,
     REASON,
     ROW,
     ComputedHere,
@@ -115,7 +116,7 @@ from .failures import java_line, jvm_gone, log_says_oom, oom_cause, out_of_memor
 from .keys import KEYS, column_ref
 from .progress import spark_progress
 from .session import OOM_EXIT_CODE, get_spark, job_jvm_output, jvm_exit_code, jvm_log
-from .shapes import Proof, proof_for
+from .shapes import PROVEN, proof_for
 
 log = logging.getLogger("chatgate")
 
@@ -212,10 +213,9 @@ class SparkEngine(LakehouseEngine):
         with _session_conf(checked, {_BATCH_CONF: str(self.batch_rows)}), spark_progress(table.sparkSession, label):
             # The check runs once: the quarantine, valid and summary all read this result.
             result = checked.localCheckpoint(eager=True)
-        proven = proof.proven_rows() if proof is not None else 0
-        tally = _tally(result, proven)
+        tally = _tally(result)
         annotated = _annotate(table, keyed, result, tally.failing, reason_column, carried)
-        extra: dict[str, Any] = {"values_judged": tally.judged, "values_proven": proven, "checked": checked}
+        extra: dict[str, Any] = {"values_judged": tally.judged, "values_proven": tally.proven, "checked": checked}
         if deduplicated:
             extra["failing_distinct"] = tally.failing_with_length
         return Judged(
@@ -256,15 +256,15 @@ class SparkEngine(LakehouseEngine):
         carried: tuple[str, ...] = (),
         located: bool = False,
         computed: ComputedHere | None = None,
-        proof: Proof | None = None,
+        proof: Column | None = None,
     ) -> DataFrame:
         """The check pass; with `carried` (the table's columns renamed), failing rows come back whole;
         `located`, with the message of each one's problem (`check.MESSAGE`); `computed`, with those
-        columns of them. With `proof`, the rows it proves passing are counted and left out."""
+        columns of them. With `proof` (`shapes`), the rows it proves passing cross with nothing but it."""
         if carried:
             by_name = dict(zip(table.columns, carried))
             sent = [by_name[name] for name in keyed.names]
-            values = [column_ref(name).alias(alias) for name, alias in zip(table.columns, carried)]
+            values = [_unless_proven(column_ref(name), proof).alias(alias) for name, alias in zip(table.columns, carried)]
             # Nullable, whatever the table says: a batch's tally row has none of them.
             fields = [StructField(alias, f.dataType, True) for alias, f in zip(carried, table.schema.fields)]
         else:
@@ -272,9 +272,12 @@ class SparkEngine(LakehouseEngine):
             sent = _value_names(keyed.names)
             values = [_within(table, name, keyed.check.value_limits.get(name)).alias(alias) for name, alias in zip(keyed.names, sent)]
             fields = []
-        source = table if proof is None else proof.set_aside(table)
+        source, marked = (table, []) if proof is None else (table.select("*", proof.alias(PROVEN)), [F.col(PROVEN)])
         numbered = source.select(
-            *(keyed.keys[k].alias(k) for k in KEYS), *values, F.monotonically_increasing_id().alias(ROW)
+            *(_unless_proven(keyed.keys[k], proof).alias(k) for k in KEYS),
+            *values,
+            F.monotonically_increasing_id().alias(ROW),
+            *marked,
         )
         to_check = numbered
         if deduplicated:
@@ -302,6 +305,7 @@ class SparkEngine(LakehouseEngine):
             first_or_total = F.when(F.col(REASON).isNull(), F.sum(ROW)).otherwise(F.min(ROW))
             checked = checked.groupBy(*KEYS, REASON).agg(
                 F.sum(COUNT).alias(COUNT), first_or_total.alias(ROW), F.sum(JUDGED).alias(JUDGED),
+                F.sum(PROVEN_ROWS).alias(PROVEN_ROWS),
                 *([F.min(MESSAGE).alias(MESSAGE)] if located else []),
             )
         return checked
@@ -461,6 +465,11 @@ class SparkEngine(LakehouseEngine):
                 "--driver-memory 8g for spark-submit)"
             )
         return None
+
+
+def _unless_proven(column: Column, proof: Column | None) -> Column:
+    """`column`, null on the rows the JVM proves passing: they cross to Python as their mark only."""
+    return column if proof is None else F.when(F.col(PROVEN), F.lit(None)).otherwise(column)
 
 
 def _master(session: SparkSession) -> str | None:

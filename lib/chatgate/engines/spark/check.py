@@ -31,6 +31,7 @@ from .keys import (
     nulls_native,
     wide_key_columns,
 )
+from .shapes import PROVEN
 
 VALUE, REASON, COUNT = "__chatgate_value__", "__chatgate_reason__", "__chatgate_n__"
 MESSAGE = "__chatgate_message__"
@@ -41,6 +42,8 @@ CARRIED = "__chatgate_c"
 COMPUTED = "__chatgate_computed"
 """The prefix of the columns the check pass computes of the failing rows (`ComputedHere`)."""
 JUDGED = "__chatgate_judged__"
+PROVEN_ROWS = "__chatgate_proven_rows__"
+"""In a tally row, the rows of the batch the JVM proved passing (`shapes`), which Python didn't judge."""
 MEMO_KEYS = 200_000
 """The most keys a check worker remembers per partition with `dedup="auto"` (about 30 MB)."""
 FAILING_ROWS_PER_PARTITION = 25_000
@@ -152,7 +155,8 @@ def check_batches(
     row with nulls there and in the reason whose count is the number of keys
     checked whose values aren't all null (a missing tuple, or one column's nulls,
     isn't a distinct value) and whose row is the number of source rows they stand for.
-    Its `JUDGED` is the number of values `check.check` was given.
+    Its `JUDGED` is the number of values `check.check` was given. Rows whose `PROVEN`
+    column is true (`shapes`) pass unread: the tally counts them, and as `PROVEN_ROWS`.
 
     With `memo` (rows not grouped by key), a key judged earlier in this partition
     takes its code from the partition's `_Memo` instead of being judged again, for as
@@ -163,16 +167,14 @@ def check_batches(
     """
     reason_type = pa.large_string() if large_strings else pa.string()
     judge = _Memo(check) if memo else None
-    for batch in batches:
-        if batch.num_rows == 0:
+    for given in batches:
+        batch, proven = _without_proven(given)
+        if given.num_rows == 0:
             continue
         values = pa.RecordBatch.from_arrays(
             [batch.column(sent) for sent in names], names=list(names.values())
         )
-        if judge is None or not judge.active:
-            codes, judged = _codes(check, values), batch.num_rows
-        else:
-            codes, judged = judge.codes(values, _row_keys(batch))
+        codes, judged = _batch_codes(check, values, judge, batch)
         failing = codes.is_valid()
         kept = [batch.column(name).filter(failing) for name in (*carried, *KEYS)]
         reasons = codes.filter(failing).cast(reason_type)
@@ -181,20 +183,42 @@ def check_batches(
         else:
             counts = pa.repeat(pa.scalar(1, pa.int64()), len(reasons))
         rows = batch.column(ROW).filter(failing)
-        sent = pc.sum(batch.column(COUNT)).as_py() if counted else batch.num_rows
-        checked = batch.num_rows - _missing_rows(values)
+        sent = (pc.sum(batch.column(COUNT)).as_py() or 0 if counted else batch.num_rows) + proven
+        checked = batch.num_rows - _missing_rows(values) + proven
         columns = [
             *(pa.concat_arrays([k, pa.nulls(1, k.type)]) for k in kept),
             pa.concat_arrays([reasons, pa.nulls(1, reason_type)]),
             pa.concat_arrays([counts, pa.array([checked], pa.int64())]),
             pa.concat_arrays([rows, pa.array([sent], pa.int64())]),
-            pa.concat_arrays([pa.nulls(len(reasons), pa.int64()), pa.array([judged], pa.int64())]),
+            *(pa.concat_arrays([pa.nulls(len(reasons), pa.int64()), pa.array([n], pa.int64())]) for n in (judged, proven)),
         ]
         extra = _of_failing_rows(
             check, values, failing, reasons, kept[: len(carried)], located=located, computed=computed
         )
         columns += [pa.concat_arrays([array, pa.nulls(1, array.type)]) for array in extra.values()]
-        yield pa.RecordBatch.from_arrays(columns, names=[*carried, *KEYS, REASON, COUNT, ROW, JUDGED, *extra])
+        yield pa.RecordBatch.from_arrays(
+            columns, names=[*carried, *KEYS, REASON, COUNT, ROW, JUDGED, PROVEN_ROWS, *extra]
+        )
+
+
+def _batch_codes(
+    check: RowCheck, values: pa.RecordBatch, judge: _Memo | None, batch: pa.RecordBatch
+) -> tuple[pa.Array, int]:
+    """The code of each row of `values` (the check's columns of `batch`), and how many were judged."""
+    if values.num_rows == 0:  # every row of the batch was proven
+        return pa.nulls(0, pa.string()), 0
+    if judge is None or not judge.active:
+        return _codes(check, values), values.num_rows
+    return judge.codes(values, _row_keys(batch))
+
+
+def _without_proven(batch: pa.RecordBatch) -> tuple[pa.RecordBatch, int]:
+    """The rows of `batch` that the JVM didn't prove passing, and how many it did (`shapes`)."""
+    if PROVEN not in batch.schema.names:
+        return batch, 0
+    proven = batch.column(PROVEN)
+    count = proven.true_count
+    return (batch.filter(pc.invert(proven)) if count else batch), count
 
 
 def _of_failing_rows(
@@ -382,13 +406,14 @@ class _Tally:
     failing_with_length: int
     judged: int
     """The values Python judged (with `dedup="auto"`, the repeats a partition's memo answered aren't)."""
+    proven: int
+    """The rows the JVM proved passing (`shapes`), which Python didn't judge."""
     counts: dict[str, int]
     first_seen: dict[str, int]
 
 
-def _tally(result: DataFrame, proven: int = 0) -> _Tally:
-    """Totals and per-reason counts of the checked result, aggregated on the executors, with
-    `proven` rows that passed without reaching Python (each its own value, none null)."""
+def _tally(result: DataFrame) -> _Tally:
+    """Totals and per-reason counts of the checked result, aggregated on the executors."""
     tallies = F.col(REASON).isNull()
     totals = result.agg(
         F.sum(F.when(tallies, F.col(COUNT))).alias("distinct"),
@@ -396,17 +421,19 @@ def _tally(result: DataFrame, proven: int = 0) -> _Tally:
         F.count(F.when(~tallies, 1)).alias("failing"),
         F.count(F.when(~tallies & F.col(LENGTH).isNotNull(), 1)).alias("with_length"),
         F.sum(F.when(tallies, F.col(JUDGED))).alias("judged"),
+        F.sum(F.when(tallies, F.col(PROVEN_ROWS))).alias("proven"),
     ).first()
     assert totals is not None
     per_reason = (
         result.filter(~tallies).groupBy(REASON).agg(F.sum(COUNT).alias(COUNT), F.min(ROW).alias(ROW)).collect()
     )
     return _Tally(
-        rows=(totals["rows"] or 0) + proven,
-        distinct=(totals["distinct"] or 0) + proven,
+        rows=totals["rows"] or 0,
+        distinct=totals["distinct"] or 0,
         failing=totals["failing"] or 0,
         failing_with_length=totals["with_length"] or 0,
         judged=totals["judged"] or 0,
+        proven=totals["proven"] or 0,
         counts={row[REASON]: row[COUNT] for row in per_reason},
         first_seen={row[REASON]: row[ROW] for row in per_reason},
     )
@@ -454,7 +481,7 @@ def _checked_schema(
     length = T.IntegerType() if length_type == "int" else T.LongType()
     bookkeeping = [
         (H1, T.LongType()), (H2, T.IntegerType()), (LENGTH, length), (REASON, T.StringType()),
-        (COUNT, T.LongType()), (ROW, T.LongType()), (JUDGED, T.LongType()),
+        (COUNT, T.LongType()), (ROW, T.LongType()), (JUDGED, T.LongType()), (PROVEN_ROWS, T.LongType()),
         *([(MESSAGE, T.IntegerType())] if located else []),
     ]
     return StructType([
@@ -482,7 +509,7 @@ def _check_arguments(
     """The check's columns, each once, after checking every argument (no Spark job)."""
     names = base.check_arguments(table.columns, check, dedup, reason_column)
     taken = {c.lower() for c in table.columns}
-    reserved = (*KEYS, VALUE, *_value_names(names), REASON, COUNT, ROW, JUDGED, MESSAGE)
+    reserved = (*KEYS, VALUE, *_value_names(names), REASON, COUNT, ROW, JUDGED, PROVEN_ROWS, MESSAGE, PROVEN)
     clash = taken & {name.lower() for name in reserved}
     if clash:
         raise ValueError(f"the table has chatgate's reserved column {min(clash)!r}")

@@ -9,20 +9,19 @@ with filled contents, and that verdict is asked of Python once per format, for t
 sequences of roles most tables hold (`passing_roles`). The JVM decides no rule: a value
 of any other shape, or roles not asked in advance, is judged by Python as before.
 
-The proof applies where the core check judges one text column on its own (`proof_for`),
-and is off when the jar isn't on the class path (or on Spark Connect, whose checkpoint
-reports no observed metrics); the codes are the same either way.
+The proof applies where the core check judges one text column on its own (`proof_for`).
+It is off when the jar isn't on the class path, and on Spark Connect (where registering a
+session's Java function wasn't tried); the codes are the same either way.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-from dataclasses import dataclass
 from functools import lru_cache
 
 import pyarrow as pa
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -35,6 +34,7 @@ from .keys import column_ref
 SHAPE_CLASS = "chatgate.jvm.ChatShape"
 SHAPE_FUNCTION = "chatgate_shape_roles"
 PROVEN = "__chatgate_proven__"
+"""The check pass's column of the proof: its proven rows cross to Python with nothing else (`check_batches`)."""
 LONGEST = 64
 """The most messages of a sequence of roles whose verdict is asked in advance."""
 MOST_ROLES = 6
@@ -42,26 +42,9 @@ MOST_ROLES = 6
 _SEPARATOR = ","
 
 
-@dataclass(frozen=True)
-class Proof:
-    """The proof of one check pass: `proven` is true on the rows the JVM proves passing; the
-    `observation` counts them as the pass runs (read it after the pass, `proven_rows`)."""
-
-    proven: Column
-    observation: Observation
-
-    def proven_rows(self) -> int:
-        return int(self.observation.get.get("proven") or 0)
-
-    def set_aside(self, table: DataFrame) -> DataFrame:
-        """`table`'s rows that aren't proven, the proven ones counted as they go by."""
-        marked = table.select("*", self.proven.alias(PROVEN))
-        counted = marked.observe(self.observation, F.count(F.when(F.col(PROVEN), 1)).alias("proven"))
-        return counted.filter(~F.col(PROVEN)).drop(PROVEN)
-
-
-def proof_for(table: DataFrame, check: RowCheck) -> Proof | None:
-    """The proof of a check pass of `check` on `table`, or None where it doesn't apply."""
+def proof_for(table: DataFrame, check: RowCheck) -> Column | None:
+    """True on the rows of `table` that `check` passes, proven on the JVM; false on the others
+    (Python judges them). None where the proof doesn't apply."""
     if not _provable(table, check):
         return None
     assert isinstance(check, ChatCheck)
@@ -74,7 +57,7 @@ def proof_for(table: DataFrame, check: RowCheck) -> Proof | None:
     proven = roles.isin(*passing)
     if fmt.max_value_bytes is not None:
         proven = proven & (F.octet_length(value) <= F.lit(fmt.max_value_bytes))
-    return Proof(F.coalesce(proven, F.lit(False)), Observation())
+    return F.coalesce(proven, F.lit(False))
 
 
 def _provable(table: DataFrame, check: RowCheck) -> bool:
