@@ -41,10 +41,12 @@ CHATGATE_HOME = os.environ.get("CHATGATE_HOME", "/opt/chatgate")
 # The job's config: source table, columns, checks, outputs and thresholds (conf/example.yaml
 # documents every key). Each DAG run can name another one with the `config` param.
 CHATGATE_CONFIG = os.environ.get("CHATGATE_CONFIG", f"{CHATGATE_HOME}/conf/example.yaml")
-# Delta's jars, as `make cluster-pack` copies them (delta-spark 4.1.0 for Spark 4.1.0, Scala 2.13).
-DELTA_JARS = [
+# Delta's jars (delta-spark 4.1.0 for Spark 4.1.0, Scala 2.13) and chatgate's, which keeps the rows
+# it proves passing on the JVM (docs/job/spark.md), as `make cluster-pack` copies them.
+JARS = [
     f"{CHATGATE_HOME}/dist/delta-spark_4.1_2.13-4.1.0.jar",
     f"{CHATGATE_HOME}/dist/delta-storage-4.1.0.jar",
+    f"{CHATGATE_HOME}/dist/chatgate-shape.jar",
 ]
 
 EXIT_OK, EXIT_ERROR, EXIT_CRITICAL = 0, 3, 4  # the job's exit statuses (README, "The job")
@@ -91,7 +93,7 @@ def chatgate() -> None:
         application=f"{CHATGATE_HOME}/jobs/validate_chat.py",
         archives=f"{CHATGATE_HOME}/dist/chatgate-env.tar.gz#environment",
         conf={"spark.pyspark.python": "./environment/bin/python"},
-        jars=",".join(DELTA_JARS),
+        jars=",".join(JARS),
         files="{{ params.config }}",
         name="chatgate-{{ run_id }}",
         application_args=[

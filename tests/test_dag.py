@@ -122,7 +122,8 @@ def test_the_spark_task_renders_the_run_id_into_its_command(report):
     assert flags["--deploy-mode"] == "cluster"
     assert flags["--archives"] == "/opt/chatgate/dist/chatgate-env.tar.gz#environment"
     assert flags["--jars"] == (
-        "/opt/chatgate/dist/delta-spark_4.1_2.13-4.1.0.jar,/opt/chatgate/dist/delta-storage-4.1.0.jar"
+        "/opt/chatgate/dist/delta-spark_4.1_2.13-4.1.0.jar,/opt/chatgate/dist/delta-storage-4.1.0.jar,"
+        "/opt/chatgate/dist/chatgate-shape.jar"
     )
     assert flags["--files"].endswith("/passing.yaml")
     assert flags["--conf"] == "spark.pyspark.python=./environment/bin/python"

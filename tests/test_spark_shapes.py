@@ -247,3 +247,14 @@ def test_a_table_with_the_proofs_own_column_is_refused_before_any_job(spark):
     df = spark.createDataFrame([(1, "[]")], f"{shapes.PROVEN} int, messages string")
     with pytest.raises(ValueError, match=f"reserved column '{shapes.PROVEN}'"):
         SparkEngine(spark=spark).judge(df, "messages", ChatFormat())
+
+
+def test_a_table_that_passes_whole_is_counted_without_reaching_python(spark):
+    chat = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]
+    rows = [(i, json.dumps([{**chat[0], "content": f"Hi {i}"}, chat[1]])) for i in range(40)]
+    df = spark.createDataFrame(rows, "id int, messages string").repartition(2)
+    judged = SparkEngine(spark=spark).judge(df, "messages", ChatFormat(), dedup="off")
+    assert (judged.units, judged.failed, judged.reasons) == (40, 0, {})
+    assert (judged.extra["values_judged"], judged.extra["values_proven"]) == (0, 40)
+    assert judged.annotated.filter(F.col(judged.reason_column).isNotNull()).count() == 0
+    assert judged.annotated.count() == 40

@@ -92,3 +92,14 @@ def test_a_path_spark_cant_look_at_is_an_error_naming_it(spark):
         store.target_schema(target)
     with pytest.raises(Exception, match="nosuchscheme"):
         store.delete_run(target, "run", "a")
+
+
+def test_a_new_catalog_table_counts_the_rows_its_first_write_added(spark, tmp_path):
+    store, name = DeltaSparkStore(spark), "chatgate_first_write_q"
+    spark.sql(f"DROP TABLE IF EXISTS {name}")
+    try:
+        assert store.replace_run(_rows(spark, "r1", range(4)), name, "run", "r1") == 4
+        assert store.replace_run(_rows(spark, "r2", range(3)), name, "run", "r2") == 3
+        assert spark.conf.get("spark.databricks.delta.commitInfo.userMetadata", None) is None
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {name}")

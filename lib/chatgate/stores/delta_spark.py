@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import pyarrow as pa
@@ -196,7 +197,8 @@ class DeltaSparkStore(TableStore):
     def _replace(self, table: Any, target: str, run_id_column: str, run_id: str) -> str:
         """`replace_run` without counting the rows; the commit's metadata, as the log records it."""
         metadata = commit_metadata(run_id)
-        writer = table.write.format("delta").option("userMetadata", commit_metadata_json(metadata))
+        text = commit_metadata_json(metadata)
+        writer = table.write.format("delta").option("userMetadata", text)
         mapped = any(NAME_NEEDS_MAPPING & set(name) for name in table.columns)
         if self._creates_by_append(target, mapped):
             writer = writer.mode("append")
@@ -211,7 +213,9 @@ class DeltaSparkStore(TableStore):
             if is_path(target):
                 writer.save(target)
             else:
-                writer.saveAsTable(target)
+                # A catalog table's first write (CREATE TABLE AS SELECT) takes the metadata from the session only.
+                with _session_setting(self.spark, USER_METADATA_CONF, text):
+                    writer.saveAsTable(target)
         except Exception as exc:
             if self.is_conflict(exc):
                 raise
@@ -224,7 +228,7 @@ class DeltaSparkStore(TableStore):
                     "or write that output to another path, then rerun"
                 ) from exc
             raise OutputError(f"can't write to {target!r}: {spark_error_line(exc)}") from exc
-        return commit_metadata_json(metadata)
+        return text
 
     def _creates_by_append(self, target: str, mapped: bool) -> bool:
         """Whether the write creates the table at `target` by an append: where there is none yet.
@@ -397,3 +401,22 @@ def _missing_local_path(error: Exception) -> bool:
     condition = getattr(error, "getCondition", lambda: None)()
     parameters = getattr(error, "getMessageParameters", lambda: None)() or {}
     return condition == "PATH_NOT_FOUND" and str(parameters.get("path", "")).startswith("file:")
+
+
+USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
+"""Delta's session setting of a commit's user metadata (its writer option isn't read when a write creates a catalog table)."""
+
+
+@contextmanager
+def _session_setting(spark: Any, key: str, value: str) -> Iterator[None]:
+    """`key` set to `value` in the session for the block, then restored."""
+    conf = spark.conf
+    old = conf.get(key, None)
+    conf.set(key, value)
+    try:
+        yield
+    finally:
+        if old is None:
+            conf.unset(key)
+        else:
+            conf.set(key, old)
