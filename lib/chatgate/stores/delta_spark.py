@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import pyarrow as pa
 from pyspark.errors import AnalysisException
 
 from ..engines.spark.errors import error_text, first_line, java_throwables, spark_error_line
+from ..engines.spark.session import runtime_settings
 from ..errors import ChatgateError, OutputError, SourceError, error_chain, no_space_left
 from .base import (
     ChangedRows,
@@ -214,7 +214,7 @@ class DeltaSparkStore(TableStore):
                 writer.save(target)
             else:
                 # A catalog table's first write (CREATE TABLE AS SELECT) takes the metadata from the session only.
-                with _session_setting(self.spark, USER_METADATA_CONF, text):
+                with runtime_settings(self.spark, {USER_METADATA_CONF: text}):
                     writer.saveAsTable(target)
         except Exception as exc:
             if self.is_conflict(exc):
@@ -403,20 +403,6 @@ def _missing_local_path(error: Exception) -> bool:
     return condition == "PATH_NOT_FOUND" and str(parameters.get("path", "")).startswith("file:")
 
 
+
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 """Delta's session setting of a commit's user metadata (its writer option isn't read when a write creates a catalog table)."""
-
-
-@contextmanager
-def _session_setting(spark: Any, key: str, value: str) -> Iterator[None]:
-    """`key` set to `value` in the session for the block, then restored."""
-    conf = spark.conf
-    old = conf.get(key, None)
-    conf.set(key, value)
-    try:
-        yield
-    finally:
-        if old is None:
-            conf.unset(key)
-        else:
-            conf.set(key, old)

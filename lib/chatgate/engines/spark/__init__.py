@@ -104,7 +104,6 @@ from .check import (
     _conf_true,
     _Keyed,
     _located,
-    _session_conf,
     _tally,
     _value_names,
     carried_failing_rows,
@@ -115,7 +114,7 @@ from .errors import error_text, java_throwables, spark_error_line
 from .failures import java_line, jvm_gone, log_says_oom, oom_cause, out_of_memory, short
 from .keys import KEYS, column_ref
 from .progress import spark_progress
-from .session import OOM_EXIT_CODE, get_spark, job_jvm_output, jvm_exit_code, jvm_log
+from .session import OOM_EXIT_CODE, get_spark, job_jvm_output, jvm_exit_code, jvm_log, runtime_settings
 from .shapes import PROVEN, proof_for
 
 log = logging.getLogger("chatgate")
@@ -210,7 +209,7 @@ class SparkEngine(LakehouseEngine):
             proof=proof,
         )
         label = label_or(f"checking {', '.join(keyed.names)}")
-        with _session_conf(checked, {_BATCH_CONF: str(self.batch_rows)}), spark_progress(table.sparkSession, label):
+        with runtime_settings(table.sparkSession, {_BATCH_CONF: str(self.batch_rows)}), spark_progress(table.sparkSession, label):
             # The check runs once: the quarantine, valid and summary all read this result.
             result = checked.localCheckpoint(eager=True)
         tally = _tally(result)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -518,25 +517,6 @@ def _check_arguments(
 
 def _conf_true(table: DataFrame, key: str) -> bool:
     return (table.sparkSession.conf.get(key, "false") or "false").lower() == "true"
-
-
-@contextmanager
-def _session_conf(table: DataFrame, settings: dict[str, str]) -> Iterator[None]:
-    """Runtime SQL settings for the jobs run inside the block, restored after."""
-    conf = table.sparkSession.conf
-    changed: dict[str, str | None] = {}
-    for key, value in settings.items():
-        if conf.get(key, None) != value:
-            changed[key] = conf.get(key, None)
-            conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, old in changed.items():
-            if old is None:
-                conf.unset(key)
-            else:
-                conf.set(key, old)
 
 
 def _located(rows: DataFrame, column: str, *, keyed: _Keyed, result: DataFrame, failing: int) -> DataFrame:

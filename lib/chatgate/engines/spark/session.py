@@ -39,7 +39,8 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -337,3 +338,22 @@ def _delta_loadable() -> bool:
         return bool(jvm.org.apache.spark.util.Utils.classIsLoadable(DELTA_EXTENSION))
     except Exception:  # noqa: BLE001 - no JVM or no such helper: assume it isn't there
         return False
+
+
+@contextmanager
+def runtime_settings(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]:
+    """Runtime SQL settings of `spark` for the jobs run inside the block, restored after."""
+    conf = spark.conf
+    changed: dict[str, str | None] = {}
+    for key, value in settings.items():
+        if conf.get(key, None) != value:
+            changed[key] = conf.get(key, None)
+            conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, old in changed.items():
+            if old is None:
+                conf.unset(key)
+            else:
+                conf.set(key, old)

@@ -108,8 +108,8 @@ def _conversation(fmt: ChatFormat, roles: tuple[str, ...]) -> str:
 
 
 def _registered(spark: SparkSession) -> bool:
-    """Is `ChatShape` on the session's class path? It is registered as `SHAPE_FUNCTION` (again:
-    a session may be a new one under the same object's address)."""
+    """Is `ChatShape` on the session's class path? It is registered as `SHAPE_FUNCTION` where the
+    session hasn't that function yet (asked each time: a new session may reuse an old one's address)."""
     if type(spark).__module__.startswith("pyspark.sql.connect"):
         return False
     try:
