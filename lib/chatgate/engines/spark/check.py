@@ -412,29 +412,34 @@ class _Tally:
 
 
 def _tally(result: DataFrame) -> _Tally:
-    """Totals and per-reason counts of the checked result, aggregated on the executors."""
+    """Totals and per-reason counts of the checked result, aggregated on the executors in one
+    Spark job: grouped by reason, the batches' tally rows (null reason) are one group."""
     tallies = F.col(REASON).isNull()
-    totals = result.agg(
-        F.sum(F.when(tallies, F.col(COUNT))).alias("distinct"),
+    groups = result.groupBy(REASON).agg(
+        F.sum(COUNT).alias(COUNT),
+        # A failing row's ROW is its first row; a tally row's, the rows it stands for.
+        F.min(ROW).alias("first"),
         F.sum(F.when(tallies, F.col(ROW))).alias("rows"),
-        F.count(F.when(~tallies, 1)).alias("failing"),
-        F.count(F.when(~tallies & F.col(LENGTH).isNotNull(), 1)).alias("with_length"),
-        F.sum(F.when(tallies, F.col(JUDGED))).alias("judged"),
-        F.sum(F.when(tallies, F.col(PROVEN_ROWS))).alias("proven"),
-    ).first()
-    assert totals is not None
-    per_reason = (
-        result.filter(~tallies).groupBy(REASON).agg(F.sum(COUNT).alias(COUNT), F.min(ROW).alias(ROW)).collect()
-    )
+        F.count(F.lit(1)).alias("failing"),
+        F.count(LENGTH).alias("with_length"),
+        F.sum(JUDGED).alias("judged"),
+        F.sum(PROVEN_ROWS).alias("proven"),
+    ).collect()
+    totals = next((group for group in groups if group[REASON] is None), None)
+    per_reason = [group for group in groups if group[REASON] is not None]
+
+    def total(name: str) -> int:
+        return (totals[name] if totals is not None else None) or 0
+
     return _Tally(
-        rows=totals["rows"] or 0,
-        distinct=totals["distinct"] or 0,
-        failing=totals["failing"] or 0,
-        failing_with_length=totals["with_length"] or 0,
-        judged=totals["judged"] or 0,
-        proven=totals["proven"] or 0,
-        counts={row[REASON]: row[COUNT] for row in per_reason},
-        first_seen={row[REASON]: row[ROW] for row in per_reason},
+        rows=total("rows"),
+        distinct=total(COUNT),
+        failing=sum(group["failing"] for group in per_reason),
+        failing_with_length=sum(group["with_length"] for group in per_reason),
+        judged=total("judged"),
+        proven=total("proven"),
+        counts={group[REASON]: group[COUNT] for group in per_reason},
+        first_seen={group[REASON]: group["first"] for group in per_reason},
     )
 
 
