@@ -129,12 +129,23 @@ def test_validate_through_spark_connect_finds_what_the_classic_session_finds(spa
     assert client(server.url, "validate", source) == _same_json(classic)
 
 
-def test_catalog_tables_through_spark_connect_as_on_the_classic_session(tmp_path, spark, server):
-    classic = catalog_report(spark, str(tmp_path / "classic"))
+def _classic_catalog_report(spark, location) -> dict:
+    """The engine's Delta I/O on catalog tables of the classic session, checked."""
+    classic = catalog_report(spark, location)
     assert classic["columns"] == ["run_id", "n"]
     assert classic["rows"] == [["run-1", 1], ["run-1", 2]]
     assert classic["absent"] is None
     assert "isn't a Delta table" in classic["refused"]
+    return classic
+
+
+def test_catalog_tables_on_the_classic_session(tmp_path, spark):
+    _classic_catalog_report(spark, str(tmp_path / "classic"))
+
+
+@pytest.mark.slow  # another client process; the classic session's half is the test above
+def test_catalog_tables_through_spark_connect_as_on_the_classic_session(tmp_path, spark, server):
+    classic = _classic_catalog_report(spark, str(tmp_path / "classic"))
     assert client(server.url, "catalog", str(tmp_path / "connect")) == _same_json(classic)
 
 
