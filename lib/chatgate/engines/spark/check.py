@@ -417,7 +417,8 @@ def _tally(result: DataFrame) -> _Tally:
     tallies = F.col(REASON).isNull()
     groups = result.groupBy(REASON).agg(
         F.sum(COUNT).alias(COUNT),
-        # A failing row's ROW is its first row; a tally row's, the rows it stands for.
+        # A failing row's ROW is its first row; a tally row's, the rows it stands for (summed for
+        # the tally rows only: a sum of row ids could overflow).
         F.min(ROW).alias("first"),
         F.sum(F.when(tallies, F.col(ROW))).alias("rows"),
         F.count(F.lit(1)).alias("failing"),
