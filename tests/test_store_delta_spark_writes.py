@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from chatgate.errors import OutputError
-from chatgate.stores.delta_spark import DeltaSparkStore
+from chatgate.stores.delta_spark import USER_METADATA_CONF, DeltaSparkStore
 from chatgate.stores.delta_spark_sql import HISTORY_SEARCHED
 from job_helpers import read_delta
 
@@ -100,6 +100,6 @@ def test_a_new_catalog_table_counts_the_rows_its_first_write_added(spark, tmp_pa
     try:
         assert store.replace_run(_rows(spark, "r1", range(4)), name, "run", "r1") == 4
         assert store.replace_run(_rows(spark, "r2", range(3)), name, "run", "r2") == 3
-        assert spark.conf.get("spark.databricks.delta.commitInfo.userMetadata", None) is None
+        assert spark.conf.get(USER_METADATA_CONF, None) is None
     finally:
         spark.sql(f"DROP TABLE IF EXISTS {name}")

@@ -42,6 +42,9 @@ from .files_spark import open_files_spark, reads_as_files_spark, refused_file
 
 T = TypeVar("T")
 
+USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
+"""Delta's session setting of a commit's user metadata (its writer option isn't read when a write creates a catalog table)."""
+
 
 class DeltaSparkStore(TableStore):
     """Delta tables (paths or catalog tables) read and written through the Spark session `spark`."""
@@ -401,8 +404,3 @@ def _missing_local_path(error: Exception) -> bool:
     condition = getattr(error, "getCondition", lambda: None)()
     parameters = getattr(error, "getMessageParameters", lambda: None)() or {}
     return condition == "PATH_NOT_FOUND" and str(parameters.get("path", "")).startswith("file:")
-
-
-
-USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
-"""Delta's session setting of a commit's user metadata (its writer option isn't read when a write creates a catalog table)."""
