@@ -184,16 +184,36 @@ def check_batch_alone(source: str, rows: int = 200_000) -> dict:
     }
 
 
+
+def _positive(text: str) -> int:
+    """argparse's type of a count: a whole number of at least 1."""
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} isn't a whole number of at least 1")
+    return int(text)
+
+
+def _shares(text: str) -> list[float]:
+    """argparse's type of --dups: comma-separated shares of duplicate values, each from 0 to 1."""
+    try:
+        shares = [float(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} isn't comma-separated numbers, such as 0,0.3,0.9") from None
+    wrong = [share for share in shares if not 0 <= share <= 1]
+    if wrong:
+        raise argparse.ArgumentTypeError(f"{wrong[0]:g} isn't a share of duplicates from 0 to 1")
+    return shares
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.run")
-    parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--dups", default="0,0.3,0.9")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--rows", type=_positive, default=1_000_000)
+    parser.add_argument("--dups", type=_shares, default="0,0.3,0.9", help="duplicate shares, comma-separated, each from 0 to 1")
+    parser.add_argument("--repeats", type=_positive, default=3)
     parser.add_argument("--no-spark", action="store_true")
     parser.add_argument("--no-embedded", action="store_true", help="measure the Spark paths only")
     parser.add_argument("--skip", default="", help="paths not to measure: comma-separated parts of their names")
     args = parser.parse_args(argv)
-    dups = [float(d) for d in args.dups.split(",")]
+    dups = args.dups
     about = about_the_run(sys.argv[1:] if argv is None else list(argv), args.rows, dups, args.repeats, spark=not args.no_spark)
     RESULTS.mkdir(exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="chatgate-bench-"))

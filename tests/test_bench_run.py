@@ -1,9 +1,9 @@
-"""The benchmark's paths timed in turns: the order of each round and a path that fails."""
+"""The benchmark's command: its paths timed in turns (the order of each round, a path that fails) and its flags."""
 
 from __future__ import annotations
 
 import pytest
-from bench.run import timed_in_turns
+from bench.run import main, timed_in_turns
 
 
 def _recording(calls: list[str], name: str, fail: bool = False):
@@ -38,3 +38,19 @@ def test_a_path_that_fails_is_left_out_of_later_rounds_and_of_the_result():
 def test_without_an_error_handler_a_failing_path_stops_the_run():
     with pytest.raises(RuntimeError, match="out of memory"):
         timed_in_turns({"a": _recording([], "a", fail=True)}, 2)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--rows", "abc"], "argument --rows: 'abc' isn't a whole number of at least 1"),
+        (["--repeats", "0"], "argument --repeats: '0' isn't a whole number of at least 1"),
+        (["--dups", "0,x"], "argument --dups: '0,x' isn't comma-separated numbers, such as 0,0.3,0.9"),
+        (["--dups", "0,1.5"], "argument --dups: 1.5 isn't a share of duplicates from 0 to 1"),
+    ],
+)
+def test_a_wrong_flag_is_one_line_naming_it(capsys, flags, message):
+    with pytest.raises(SystemExit) as exited:
+        main(flags)
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"python -m bench.run: error: {message}"
