@@ -1,9 +1,10 @@
-"""The benchmark's command: its paths timed in turns (the order of each round, a path that fails) and its flags."""
+"""The benchmark's command: its paths timed in turns (the order of each round, a path that fails), its flags
+and the heading of its targets."""
 
 from __future__ import annotations
 
 import pytest
-from bench.run import main, timed_in_turns
+from bench.run import main, targets_heading, timed_in_turns
 
 
 def _recording(calls: list[str], name: str, fail: bool = False):
@@ -54,3 +55,18 @@ def test_a_wrong_flag_is_one_line_naming_it(capsys, flags, message):
         main(flags)
     assert exited.value.code == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == f"python -m bench.run: error: {message}"
+
+
+HINT = "weigh start-up and fixed costs differently, so read a MISS here as a hint)"
+
+
+@pytest.mark.parametrize(
+    ("rows", "cores", "heading"),
+    [
+        (1_000_000, 2, "Targets"),
+        (100_000, 2, f"Targets (set for 1,000,000 rows on 2 cores; 100,000 rows on 2 cores {HINT}"),
+        (1_000_000, 16, f"Targets (set for 1,000,000 rows on 2 cores; 1,000,000 rows on 16 cores {HINT}"),
+    ],
+)
+def test_the_targets_say_when_the_run_is_not_the_size_they_were_set_for(rows, cores, heading):
+    assert targets_heading(rows, cores) == heading
