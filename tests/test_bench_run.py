@@ -70,3 +70,16 @@ HINT = "weigh start-up and fixed costs differently, so read a MISS here as a hin
 )
 def test_the_targets_say_when_the_run_is_not_the_size_they_were_set_for(rows, cores, heading):
     assert targets_heading(rows, cores) == heading
+
+
+def test_spark_warms_up_on_the_first_table_measured_not_only_a_small_one(monkeypatch, tmp_path):
+    import bench.run as bench_run
+
+    runs: list[tuple[str, str]] = []
+    monkeypatch.setattr(bench_run, "source_table", lambda rows, dup: f"table of {rows}")
+    monkeypatch.setattr(bench_run.paths, "job", lambda engine, table, scratch, **kw: runs.append((engine, table)))
+    bench_run.warm_up(object(), tmp_path, "the first table")
+    assert runs == [("duckdb", "table of 20000"), ("spark", "table of 20000")] + [("spark", "the first table")] * bench_run.SPARK_WARM_UP_RUNS
+    runs.clear()
+    bench_run.warm_up(None, tmp_path, "the first table")
+    assert runs == [("duckdb", "table of 20000")]
