@@ -76,24 +76,34 @@ def machine() -> str:
 
 def timed(func, repeats: int):
     """Median seconds of `repeats` runs, and the last result."""
-    return timed_in_turns({func: func}, repeats)[func]
+    median, result, _ = timed_in_turns({func: func}, repeats)[func]
+    return median, result
+
+
+def round_order(paths: int, turn: int, rounds: int) -> list[int]:
+    """The order (indices) the paths run in, in round `turn` of `rounds`: each round starts a
+    `paths / rounds` share further along, and every other round runs backwards (two paths
+    take turns leading).
+
+    A path can slow the one after it (on Spark, the one after the pandas UDF took 0.3 to 0.4 s
+    more), and the first path of a round follows other work: in one order, the first path would
+    pay for the last one in every round but the first; reversing alone keeps one path at the
+    rounds' edges, first or last in every round (run twice in a row, or first after other work).
+    """
+    step = -(-paths // rounds)
+    order = [(turn * step + i) % paths for i in range(paths)]
+    return order[::-1] if turn % 2 and paths > 2 else order
 
 
 def timed_in_turns(funcs: dict, repeats: int, on_error=None) -> dict:
-    """`timed` of each of `funcs`, run in turns: each round runs every function once, every other
-    round in reverse order. A function that raises is left out of the next rounds and of the
-    result, after `on_error(name, exc)`.
-
-    A path can slow the one after it (on Spark, the one after the pandas UDF took 0.3 to 0.4 s
-    more): in one order, the first path would pay for the last one in every round but the first.
-    """
+    """Each of `funcs` timed in turns: median seconds, last result and every run's seconds, by
+    name. Each round runs every function once, in `round_order`. A function that raises is left
+    out of the next rounds and of the result, after `on_error(name, exc)`."""
     seconds: dict = {name: [] for name in funcs}
     results: dict = {}
+    items = list(funcs.items())
     for turn in range(repeats):
-        order = list(funcs.items())
-        if turn % 2:
-            order.reverse()
-        for name, func in order:
+        for name, func in (items[i] for i in round_order(len(items), turn, repeats)):
             if name not in seconds:
                 continue
             start = time.perf_counter()
@@ -107,7 +117,7 @@ def timed_in_turns(funcs: dict, repeats: int, on_error=None) -> dict:
                 results.pop(name, None)
                 continue
             seconds[name].append(time.perf_counter() - start)
-    return {name: (statistics.median(times), results[name]) for name, times in seconds.items()}
+    return {name: (statistics.median(times), results[name], times) for name, times in seconds.items()}
 
 
 def embedded_peak_memory(source: str, dedup: str = "auto") -> dict:
@@ -296,12 +306,14 @@ def run_scenario(rows: int, dup: float, repeats: int, spark, scratch: Path, skip
     print(f"\n== {rows:,} rows, {dup:.0%} duplicates, {mb:,.0f} MB of JSON")
     runs: dict[str, dict] = {}
 
-    def record(name, seconds, result):
+    def record(name, seconds, result, every):
         failed = result[0] if isinstance(result, tuple) else result
-        runs[name] = {"seconds": seconds, "rows_per_s": rows / seconds, "mb_per_s": mb / seconds, "failed": failed}
+        runs[name] = {"seconds": seconds, "rows_per_s": rows / seconds, "mb_per_s": mb / seconds, "failed": failed,
+                      "every_seconds": [round(s, 3) for s in every]}
         if isinstance(result, tuple):
             runs[name]["driver_bytes"] = result[1]
-        print(f"  {name:28s} {seconds:7.2f} s  {rows / seconds:>10,.0f} rows/s", flush=True)
+        spread = f"  (runs: {', '.join(f'{s:.2f}' for s in every)} s)" if len(every) > 1 else ""
+        print(f"  {name:28s} {seconds:7.2f} s  {rows / seconds:>10,.0f} rows/s{spread}", flush=True)
 
     def failure(name, exc):
         runs[name] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
@@ -314,8 +326,8 @@ def run_scenario(rows: int, dup: float, repeats: int, spark, scratch: Path, skip
         """Paths compared with each other, timed in turns (a round of each, `repeats` times): run
         one after another, each path's repeats would meet the machine in a different state."""
         timed_paths = {n: f for n, f in paths_timed.items() if not any(part in n for part in skip)}
-        for name, (seconds, result) in timed_in_turns(timed_paths, repeats, on_error=failure).items():
-            record(name, seconds, result)
+        for name, (seconds, result, every) in timed_in_turns(timed_paths, repeats, on_error=failure).items():
+            record(name, seconds, result, every)
 
     # A floor is timed in its best conditions, its runs back to back; the paths compared with
     # each other in turns. (Timed in turns with the jobs, a ceiling came out up to 50% slower.)

@@ -4,7 +4,7 @@ and the heading of its targets."""
 from __future__ import annotations
 
 import pytest
-from bench.run import main, targets_heading, timed_in_turns
+from bench.run import main, round_order, targets_heading, timed_in_turns
 
 
 def _recording(calls: list[str], name: str, fail: bool = False):
@@ -17,13 +17,27 @@ def _recording(calls: list[str], name: str, fail: bool = False):
     return run
 
 
-def test_every_other_round_runs_the_paths_in_reverse_order():
+def test_each_round_starts_further_along_and_every_other_round_runs_backwards():
     calls: list[str] = []
     funcs = {name: _recording(calls, name) for name in ("a", "b", "c")}
     timed = timed_in_turns(funcs, 3)
-    assert calls == ["a", "b", "c", "c", "b", "a", "a", "b", "c"]
-    assert {name: result for name, (_, result) in timed.items()} == {n: f"{n} done" for n in "abc"}
-    assert all(seconds >= 0 for seconds, _ in timed.values())
+    assert calls == ["a", "b", "c", "a", "c", "b", "c", "a", "b"]
+    assert {name: result for name, (_, result, _) in timed.items()} == {n: f"{n} done" for n in "abc"}
+    assert all(len(every) == 3 and seconds in every for seconds, _, every in timed.values())
+
+
+@pytest.mark.parametrize(("paths", "rounds"), [(5, 3), (6, 3), (3, 3), (7, 5), (4, 2)])
+def test_no_path_is_first_or_last_in_every_round_nor_follows_the_same_path(paths, rounds):
+    orders = [round_order(paths, turn, rounds) for turn in range(rounds)]
+    assert all(sorted(order) == list(range(paths)) for order in orders)
+    assert not set.intersection(*({order[0], order[-1]} for order in orders))
+    for path in range(paths):
+        before = {order[order.index(path) - 1] if order.index(path) else None for order in orders}
+        assert len(before) > 1, f"path {path} follows {before} in every round"
+
+
+def test_two_paths_take_turns_leading():
+    assert [round_order(2, turn, 3) for turn in range(3)] == [[0, 1], [1, 0], [0, 1]]
 
 
 def test_a_path_that_fails_is_left_out_of_later_rounds_and_of_the_result():
